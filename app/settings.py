@@ -1,0 +1,30 @@
+"""Server settings, read from the environment with the prefix ATTNSCOPE_."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES_DIR = ROOT / "templates"
+STATIC_DIR = ROOT / "static"
+
+
+class Settings(BaseSettings):
+    """Every field can be set as ATTNSCOPE_<NAME>, e.g. ATTNSCOPE_PORT=9000."""
+
+    model_config = SettingsConfigDict(env_prefix="ATTNSCOPE_", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    default_model: str = "minilm"
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, description="largest accepted request body")
+    max_json_values: int = Field(
+        2_500_000,
+        ge=1,
+        description="largest number of attention weights in one JSON answer (layers x heads x N x N)",
+    )
+    torch_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)

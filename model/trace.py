@@ -1,0 +1,57 @@
+"""Trace: the named tensors of attention's steps, recorded only when asked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from .steps import STEPS
+
+# What one step records: a tensor, or for `project`/`split` a dict q/k/v -> tensor.
+StepValue = torch.Tensor | dict[str, torch.Tensor]
+
+
+class Trace:
+    """Collects step values for chosen layers and steps during one forward.
+
+    `layers=None` records every layer; `steps=None` records every step.
+    Values are detached; nothing is recorded for layers or steps not asked for,
+    so a forward with a narrow trace costs little more than one without.
+    """
+
+    def __init__(self, layers: Iterable[int] | None = None, steps: Iterable[str] | None = None) -> None:
+        self.layers = None if layers is None else frozenset(layers)
+        chosen = STEPS if steps is None else tuple(steps)
+        unknown = [s for s in chosen if s not in STEPS]
+        if unknown:
+            raise ValueError(f"unknown steps {unknown}; the steps are {list(STEPS)}")
+        self.steps = frozenset(chosen)
+        self.records: dict[int, dict[str, StepValue]] = {}
+
+    def recorder(self, layer: int) -> "LayerRecorder | None":
+        """The recorder for one layer, or None when that layer is not traced."""
+        if self.layers is not None and layer not in self.layers:
+            return None
+        return LayerRecorder(self.records.setdefault(layer, {}), self.steps)
+
+    def __getitem__(self, layer: int) -> dict[str, StepValue]:
+        return self.records[layer]
+
+
+class LayerRecorder:
+    """Called by attention with (step, value); keeps only the wanted steps."""
+
+    def __init__(self, store: dict[str, StepValue], steps: frozenset[str]) -> None:
+        self._store = store
+        self.steps = steps
+
+    def wants(self, step: str) -> bool:
+        return step in self.steps
+
+    def __call__(self, step: str, value: StepValue) -> None:
+        if step in self.steps:
+            if isinstance(value, dict):
+                self._store[step] = {name: t.detach() for name, t in value.items()}
+            else:
+                self._store[step] = value.detach()

@@ -1,0 +1,65 @@
+"""A BERT-style encoder built on MultiHeadAttention (post-LayerNorm blocks)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .attention import MultiHeadAttention
+from .config import EncoderConfig
+from .trace import Trace
+
+
+class Embeddings(nn.Module):
+    """Word + position + token-type embeddings, then LayerNorm."""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        super().__init__()
+        self.word = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.position = nn.Embedding(cfg.max_positions, cfg.d_model)
+        self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.d_model)
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
+        x = self.word(ids) + self.position(positions) + self.token_type(segments)  # (B, T, D)
+        return self.norm(x)
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention and a GELU MLP, each followed by residual add and LayerNorm."""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        super().__init__()
+        self.attention = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+        self.attention_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.ff_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, record=None) -> torch.Tensor:
+        x = self.attention_norm(x + self.attention(x, mask=mask, record=record))  # (B, T, D)
+        hidden = F.gelu(self.ff_in(x))  # (B, T, d_ff)
+        return self.ff_norm(x + self.ff_out(hidden))  # (B, T, D)
+
+
+class Encoder(nn.Module):
+    """Token ids and segment ids in, last hidden state out."""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embeddings = Embeddings(cfg)
+        self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
+
+    @torch.inference_mode()
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None) -> torch.Tensor:
+        """ids, segments: (B, T) int64. Records into `trace` when one is given."""
+        if ids.shape[1] > self.cfg.max_positions:
+            raise ValueError(f"{ids.shape[1]} tokens exceed the model's limit of {self.cfg.max_positions}")
+        segments = torch.zeros_like(ids) if segments is None else segments
+        x = self.embeddings(ids, segments)  # (B, T, D)
+        for i, block in enumerate(self.blocks):
+            x = block(x, record=trace.recorder(i) if trace is not None else None)
+        return x
