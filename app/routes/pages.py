@@ -1,13 +1,11 @@
 """HTML pages. The explorer reads its state from the URL in the browser and
 fetches /api/v1/models and /api/v1/attention itself, so it needs no server data."""
 
-from pathlib import Path
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"  # TODO: app.settings.TEMPLATES_DIR
+from ..settings import TEMPLATES_DIR
 
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
 router = APIRouter()

@@ -1,0 +1,31 @@
+# attnscope: `make run` serves on http://127.0.0.1:8000, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install -qq
+
+.PHONY: run test clean
+
+# torch first, from the CPU build this machine provides, so nothing pulls a CUDA build.
+$(VENV)/.torch:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) --upgrade pip
+	$(PIP) torch==2.13.0
+	touch $@
+
+$(VENV)/.app: $(VENV)/.torch pyproject.toml
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.test: $(VENV)/.app pyproject.toml
+	$(PIP) -e '.[test]'
+	touch $@
+
+run: $(VENV)/.app
+	$(VENV)/bin/attnscope serve
+
+test: $(VENV)/.test
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,88 @@
+// Data -> Plotly figure for one head's attention map. Pure: no DOM, no fetch.
+import { escapeForPlotly } from './escape.js';
+import { matrixMax, plotlyColorscale } from './colormap.js';
+
+const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+const MAX_TICKS = 48; // beyond this many tokens, label every k-th token only
+
+/** Which token indices get a tick label (all of them for short inputs). */
+export function tickIndices(n, maxTicks = MAX_TICKS) {
+  const step = Math.max(1, Math.ceil(n / maxTicks));
+  const indices = [];
+  for (let i = 0; i < n; i += step) indices.push(i);
+  return indices;
+}
+
+/**
+ * @param {{tokens: Array<{text: string}>, matrix: number[][], layer: number, head: number}} input
+ *   matrix is (query, key), as the API sends it
+ * @returns {{data: object[], layout: object}}
+ */
+export function attentionHeatmapFigure({ tokens, matrix, layer, head }) {
+  const n = tokens.length;
+  const labels = tokens.map((token) => escapeForPlotly(token.text));
+  const index = labels.map((_, i) => i);
+  const hover = labels.map((query) => labels.map((key) => `${query} → ${key}`));
+  const ticks = tickIndices(n);
+  const ticktext = ticks.map((i) => labels[i]);
+  const tickFontSize = n <= 24 ? 12 : n <= 40 ? 11 : 10;
+  const zmax = matrixMax(matrix) || 1;
+
+  const axis = {
+    tickmode: 'array',
+    tickvals: ticks,
+    ticktext,
+    tickfont: { size: tickFontSize },
+    showgrid: false,
+    zeroline: false,
+    showline: false,
+    ticks: '',
+    automargin: true,
+    constrain: 'domain',
+  };
+
+  return {
+    data: [
+      {
+        type: 'heatmap',
+        z: matrix,
+        x: index,
+        y: index,
+        text: hover,
+        hovertemplate: '%{text}: %{z:.4f}<extra></extra>',
+        colorscale: plotlyColorscale(),
+        zmin: 0,
+        zmax,
+        colorbar: {
+          thickness: 12,
+          len: 0.85,
+          outlinewidth: 0,
+          tickformat: '.2f',
+          tickfont: { size: 11 },
+          title: { text: 'weight', side: 'right', font: { size: 12 } },
+        },
+      },
+    ],
+    layout: {
+      title: {
+        text: `Layer ${layer} · Head ${head}`,
+        x: 0.5,
+        xanchor: 'center',
+        font: { size: 16 },
+      },
+      font: { family: FONT, size: 12, color: '#1b2330' },
+      margin: { t: 44, r: 10, b: 10, l: 10 },
+      paper_bgcolor: '#ffffff',
+      plot_bgcolor: '#ffffff',
+      xaxis: { ...axis, title: { text: 'key (attended to)', standoff: 8 }, tickangle: -50 },
+      yaxis: {
+        ...axis,
+        title: { text: 'query (attending)', standoff: 8 },
+        autorange: 'reversed', // first query at the top
+        scaleanchor: 'x',
+        scaleratio: 1,
+      },
+      hoverlabel: { font: { family: FONT, size: 13 } },
+    },
+  };
+}

@@ -1,0 +1,46 @@
+"""Pages, docs and headers that every answer carries."""
+
+import re
+
+import pytest
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+@pytest.mark.parametrize("path", ["/", "/docs", "/?text=%3Cscript%3E&layer=1&head=2"])
+def test_html_pages_carry_the_exact_csp(client, path):
+    r = client.get(path)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/html")
+    assert r.headers["content-security-policy"] == CSP
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert "<script>" not in r.text  # no inline scripts
+    for src in re.findall(r'(?:src|href)="([^"]+)"', r.text):
+        assert src.startswith("/"), f"{path} loads {src} from another host"
+
+
+def test_docs_are_served_offline(client):
+    html = client.get("/docs").text
+    for asset in re.findall(r'(?:src|href)="(/static/[^"]+)"', html):
+        assert client.get(asset).status_code == 200, asset
+    assert client.get("/openapi.json").status_code == 200
+
+
+def test_vendored_assets(client):
+    r = client.get("/static/vendor/plotly.min.js")
+    assert r.status_code == 200 and "plotly.js v4." in r.text[:200]
+    assert client.get("/favicon.ico").headers["content-type"] == "image/x-icon"
+
+
+def test_openapi_documents_the_contract(client):
+    spec = client.get("/openapi.json").json()
+    paths = spec["paths"]
+    assert {"/api/v1/models", "/api/v1/attention", "/healthz"} <= set(paths)
+    post = paths["/api/v1/attention"]["post"]
+    assert {"404", "413", "422"} <= set(post["responses"])
+    (encoding,) = [p for p in post["parameters"] if p["name"] == "encoding"]
+    assert "json" in spec["components"]["schemas"]["Encoding"]["enum"]
+    assert encoding["in"] == "query"
