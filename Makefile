@@ -9,7 +9,6 @@ PIP := $(PY) -m pip install -qq
 # torch first, from the CPU build this machine provides, so nothing pulls a CUDA build.
 $(VENV)/.torch:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) --upgrade pip
 	$(PIP) torch==2.13.0
 	touch $@
 
