@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -64,6 +65,34 @@ class AttentionRequest(TextRequest):
         return _check_distinct(v)
 
 
+class TraceRequest(TextRequest):
+    layer: int = Field(description="The layer to trace (0-based).")
+    head: int | None = Field(None, description="One head to trace; null means all heads.")
+
+
+FiniteNumber = Annotated[float, Field(allow_inf_nan=False)]
+ToyRow = Annotated[list[FiniteNumber], Field(min_length=1, max_length=64)]
+ToyMatrix = Annotated[list[ToyRow], Field(min_length=1, max_length=64, description="Rows of numbers, at most 64x64.")]
+
+
+class ToyWeights(StrictRequest):
+    """Each d_model x d_model, acting as X W (in x out); a missing one is the identity."""
+
+    q: ToyMatrix | None = None
+    k: ToyMatrix | None = None
+    v: ToyMatrix | None = None
+    o: ToyMatrix | None = None
+
+
+class ToyRequest(StrictRequest):
+    queries: ToyMatrix | None = Field(None, description="L x d_model inputs of the queries.")
+    keys: ToyMatrix | None = Field(None, description="S x d_model inputs of the keys; default: queries.")
+    values: ToyMatrix | None = Field(None, description="S x d_model inputs of the values; default: keys.")
+    n_heads: int | None = Field(None, ge=1, le=64, description="Must divide d_model; default 2.")
+    weights: ToyWeights | None = None
+    causal: bool = Field(False, description="Hide key j from query i when j > i.")
+
+
 class Encoding(str, Enum):
     json = "json"
 
@@ -102,6 +131,61 @@ class AttentionResponse(BaseModel):
     attention: list[list[list[list[float]]]] = Field(
         description="Axis order (layer, head, query, key); attention[i][j] is the map of layers[i], heads[j]."
     )
+
+
+Matrix = list[list[float]]
+Stack = list[list[list[float]]]
+
+
+class QKV(BaseModel):
+    q: Matrix
+    k: Matrix
+    v: Matrix
+
+
+class QKVHeads(BaseModel):
+    q: Stack
+    k: Stack
+    v: Stack
+
+
+class TraceSteps(BaseModel):
+    """The steps of multi-head attention in order; per-head stacks are (head, query, ...)."""
+
+    input: Matrix = Field(description="N x d_model: the hidden state entering the layer's attention.")
+    project: QKV = Field(description="input W + b for each of q, k, v (N x d_model).")
+    split: QKVHeads = Field(description="Each head's columns of q, k, v (h x N x d_head).")
+    scores: Stack = Field(description="q k^T per head (h x N x N), before scaling.")
+    scale: Stack = Field(description="scores x scale.")
+    mask: list[list[list[float | None]]] = Field(description="After the additive mask; hidden entries are null.")
+    softmax: Stack = Field(description="Rows sum to 1; a row with every key hidden is zeros.")
+    weighted_sum: Stack = Field(description="softmax @ v per head (h x N x d_head).")
+    concat: Matrix = Field(description="All heads side by side (N x d_model).")
+    output: Matrix = Field(description="concat W_o + b_o, before the residual add and LayerNorm.")
+
+
+class TraceResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    layer: int
+    d_model: int
+    n_heads: int
+    d_head: int
+    heads: list[int]
+    scale: float
+    steps: TraceSteps
+
+
+class ToySteps(TraceSteps):
+    input: QKV = Field(description="The three inputs before projection: q (L x d_model), k and v (S x d_model).")
+
+
+class ToyResponse(BaseModel):
+    d_model: int
+    n_heads: int
+    d_head: int
+    scale: float
+    steps: ToySteps
 
 
 class Health(BaseModel):

@@ -87,17 +87,20 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
-        context: torch.Tensor | None = None,
+        keys: torch.Tensor | None = None,
+        values: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         record: LayerRecorder | None = None,
     ) -> torch.Tensor:
-        """x: (B, T, D) queries; context: (B, S, D) keys/values (None = self-attention)."""
-        context = x if context is None else context
+        """x: (B, T, D) inputs of the queries; keys, values: (B, S, D) inputs of the
+        keys and values. keys default to x (self-attention), values to keys."""
+        keys = x if keys is None else keys
+        values = keys if values is None else values
         rec = record or _ignore
         rec("input", x)
         q = project(x, self.query)  # (B, T, D)
-        k = project(context, self.key)  # (B, S, D)
-        v = project(context, self.value)  # (B, S, D)
+        k = project(keys, self.key)  # (B, S, D)
+        v = project(values, self.value)  # (B, S, D)
         rec("project", {"q": q, "k": k, "v": v})
         qh = split_heads(q, self.n_heads)  # (B, H, T, Dh)
         kh = split_heads(k, self.n_heads)  # (B, H, S, Dh)

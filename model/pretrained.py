@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from .config import EncoderConfig
 from .tokenizer import Encoded, Tokenizer
-from .trace import Trace
+from .trace import StepValue, Trace, select
 from .transformer import Encoder
 
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -120,5 +120,13 @@ class PretrainedEncoder:
         """Attention weights of the chosen layers and heads, in the order given: (L, H, T, T)."""
         trace = Trace(layers=layers, steps=("softmax",))
         self.run(encoded, trace)
-        index = torch.tensor(heads)
-        return torch.stack([trace[layer]["softmax"][0, index] for layer in layers])  # (L, H, T, T)
+        return torch.stack([select(trace[layer], heads)["softmax"] for layer in layers])  # (L, H, T, T)
+
+    def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:
+        """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`."""
+        trace = Trace(layers=[layer])
+        self.run(encoded, trace)
+        return select(trace[layer], heads)
+
+    def attention_scale(self, layer: int) -> float:
+        return self.encoder.blocks[layer].attention.scale

@@ -55,3 +55,21 @@ class LayerRecorder:
                 self._store[step] = {name: t.detach() for name, t in value.items()}
             else:
                 self._store[step] = value.detach()
+
+
+# Steps whose tensors have a head axis (after the batch axis).
+PER_HEAD_STEPS = frozenset({"split", "scores", "scale", "mask", "softmax", "weighted_sum"})
+
+
+def select(record: dict[str, StepValue], heads: list[int] | None = None) -> dict[str, StepValue]:
+    """One batch item of a layer's record, keeping only `heads` (in that order) on per-head steps."""
+    index = None if heads is None else torch.tensor(heads)
+
+    def pick(step: str, t: torch.Tensor) -> torch.Tensor:
+        t = t[0]  # drop the batch axis
+        return t[index] if index is not None and step in PER_HEAD_STEPS else t
+
+    return {
+        step: {k: pick(step, v) for k, v in value.items()} if isinstance(value, dict) else pick(step, value)
+        for step, value in record.items()
+    }

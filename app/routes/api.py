@@ -1,4 +1,4 @@
-"""REST API v1: /api/v1/models and /api/v1/attention."""
+"""REST API v1: models, attention maps, step-by-step traces and the toy example."""
 
 from __future__ import annotations
 
@@ -9,7 +9,19 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from .. import serialize
 from ..errors import ApiError
 from ..hub import ModelHub
-from ..schemas import AttentionRequest, AttentionResponse, Encoding, ErrorResponse, ModelsResponse
+from model.toy import run_toy
+
+from ..schemas import (
+    AttentionRequest,
+    AttentionResponse,
+    Encoding,
+    ErrorResponse,
+    ModelsResponse,
+    ToyRequest,
+    ToyResponse,
+    TraceRequest,
+    TraceResponse,
+)
 from ..settings import Settings
 
 
@@ -46,6 +58,11 @@ def check_indices(chosen: list[int] | None, count: int, name: str) -> list[int]:
     return chosen
 
 
+def check_json_cap(values: int, cap: int, what: str, advice: str) -> None:
+    if values > cap:
+        raise ApiError(413, f"The answer would hold {values} numbers ({what}), over the JSON cap of {cap}; {advice}.")
+
+
 @router.get("/models", response_model=ModelsResponse, summary="The models this server can run")
 def models(hub: Hub) -> ModelsResponse:
     return ModelsResponse(models=hub.infos())
@@ -79,16 +96,13 @@ def attention(
     heads = check_indices(req.heads, model.cfg.n_heads, "heads")
     encoded = model.tokenizer.encode(req.text, req.text_pair)
     n = len(encoded)
-    values = len(layers) * len(heads) * n * n
-    if values > settings.max_json_values:
-        raise ApiError(
-            413,
-            f"The answer would hold {values} weights ({len(layers)} layers x {len(heads)} heads x {n}x{n}), "
-            f"over the JSON cap of {settings.max_json_values}; ask for fewer layers or heads.",
-        )
+    check_json_cap(
+        len(layers) * len(heads) * n * n, settings.max_json_values,
+        f"{len(layers)} layers x {len(heads)} heads x {n}x{n}", "ask for fewer layers or heads",
+    )
     with hub.lock:
         maps = model.attention_maps(encoded, layers, heads)  # (L, H, N, N)
-    body = AttentionResponse.model_construct(
+    body = AttentionResponse.model_construct(  # skips re-validating ~10^6 floats built just above
         model=spec.id,
         tokens=serialize.tokens(encoded.tokens),
         layers=layers,
@@ -96,3 +110,59 @@ def attention(
         attention=serialize.matrix(maps),
     )
     return serialize.json_response(body)
+
+
+@router.post(
+    "/trace",
+    response_model=TraceResponse,
+    summary="Every step of one layer's attention, with the real numbers",
+    description=(
+        "Traces layer `layer` of the model on `text` (and `text_pair`): the input, the projections, the split "
+        "into heads, scores, scale, mask, softmax, weighted sum, concat and the output projection (before the "
+        "residual add). Per-head steps hold the chosen head, or all heads when `head` is null."
+    ),
+    responses={
+        404: _error("Unknown model; `detail` names the models that exist."),
+        413: _error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
+    },
+)
+def trace(req: TraceRequest, hub: Hub, settings: SettingsDep) -> Response:
+    spec, model = hub.get(req.model)
+    if req.text_pair is not None and not spec.pairs:
+        raise ApiError(422, f"Model {spec.id!r} takes one text; remove text_pair.")
+    cfg = model.cfg
+    (layer,) = check_indices([req.layer], cfg.n_layers, "layers")
+    heads = check_indices(None if req.head is None else [req.head], cfg.n_heads, "heads")
+    encoded = model.tokenizer.encode(req.text, req.text_pair)
+    n, h = len(encoded), len(heads)
+    check_json_cap(
+        6 * n * cfg.d_model + 4 * h * n * cfg.d_head + 4 * h * n * n, settings.max_json_values,
+        f"{h} heads at {n} tokens", "trace one head at a time or send a shorter text",
+    )
+    with hub.lock:
+        steps = model.trace_layer(encoded, layer, heads)
+    body = TraceResponse(
+        model=spec.id, tokens=serialize.tokens(encoded.tokens), layer=layer,
+        d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_head, heads=heads,
+        scale=model.attention_scale(layer), steps=serialize.steps(steps),
+    )
+    return serialize.json_response(body)
+
+
+@router.post(
+    "/toy",
+    response_model=ToyResponse,
+    summary="Multi-head attention on small matrices you choose (default: the worked example)",
+    description=(
+        "`{}` is the worked example: d_model 4, 2 heads, identity weights, zero biases. Keys default to queries "
+        "and values to keys; weights act as X W (in x out) and a missing one is the identity. Matrices are at "
+        "most 64x64 with finite numbers of magnitude at most 1e6; n_heads must divide d_model."
+    ),
+)
+def toy(req: ToyRequest) -> Response:
+    weights = req.weights.model_dump(exclude_none=True) if req.weights else None
+    try:
+        result = run_toy(req.queries, req.keys, req.values, req.n_heads, weights, req.causal)
+    except ValueError as exc:
+        raise ApiError(422, f"{exc}.") from exc
+    return serialize.json_response(ToyResponse(**{**result, "steps": serialize.steps(result["steps"])}))

@@ -90,7 +90,7 @@ def test_cross_attention_equals_numpy_reimplementation():
     layer = _layer(d_model=6, n_heads=3, seed=1)
     x, ctx = torch.randn(1, 4, 6), torch.randn(1, 7, 6)
     with torch.no_grad():
-        ours = layer(x, context=ctx).numpy()[0]
+        ours = layer(x, keys=ctx).numpy()[0]
     w = {n: getattr(layer, n).weight.detach().numpy().astype(np.float64) for n in ("query", "key", "value", "output")}
     b = {n: getattr(layer, n).bias.detach().numpy().astype(np.float64) for n in ("query", "key", "value", "output")}
     xq, xc = x.numpy()[0].astype(np.float64), ctx.numpy()[0].astype(np.float64)

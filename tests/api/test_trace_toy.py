@@ -1,0 +1,202 @@
+"""/api/v1/trace against HF transformers and /api/v1/attention; /api/v1/toy against numbers derived here."""
+
+import numpy as np
+import pytest
+import torch
+
+from model.pretrained import minilm_dir
+from model.steps import STEPS
+
+from .conftest import attention
+
+TEXT, PAIR = "Attention lets every token look at every other token.", "It is a weighted sum."
+
+
+def trace(client, **body):
+    return client.post("/api/v1/trace", json=body)
+
+
+@pytest.fixture(scope="module")
+def hf_layer3():
+    """HF's hidden state entering layer 3, its self-attention context, and its attention modules."""
+    transformers = pytest.importorskip("transformers")
+    directory = str(minilm_dir())
+    tok = transformers.AutoTokenizer.from_pretrained(directory)
+    model = transformers.BertModel.from_pretrained(directory, attn_implementation="eager").eval()
+    attn = model.encoder.layer[3].attention
+    seen = {}
+
+    def keep_context(module, args, out):
+        seen["context"] = out[0]  # returns None: the output stays unchanged
+
+    hook = attn.self.register_forward_hook(keep_context)
+    with torch.no_grad():
+        out = model(**tok(TEXT, PAIR, return_tensors="pt"), output_hidden_states=True, output_attentions=True)
+    hook.remove()
+    return {"input": out.hidden_states[3][0], "context": seen["context"][0], "attn": attn,
+            "softmax": out.attentions[3][0]}
+
+
+def test_trace_has_every_step_in_order(client):
+    body = trace(client, text=TEXT, layer=3, head=5).json()
+    assert list(body["steps"]) == list(STEPS)
+    assert body["heads"] == [5] and body["layer"] == 3
+    assert (body["d_model"], body["n_heads"], body["d_head"]) == (384, 12, 32)
+    assert body["scale"] == pytest.approx(1 / np.sqrt(32))
+
+
+def test_trace_equals_hf_and_is_consistent(client, hf_layer3):
+    body = trace(client, text=TEXT, text_pair=PAIR, layer=3).json()
+    s = {k: (torch.tensor(v) if not isinstance(v, dict) else {n: torch.tensor(m) for n, m in v.items()})
+         for k, v in body["steps"].items()}
+    ref, attn = hf_layer3, hf_layer3["attn"]
+    n = len(body["tokens"])
+    tol = 1e-5
+    with torch.no_grad():
+        assert (s["input"] - ref["input"]).abs().max() <= tol
+        assert (s["project"]["q"] - attn.self.query(ref["input"])).abs().max() <= tol
+        assert (s["project"]["v"] - attn.self.value(ref["input"])).abs().max() <= tol
+        assert s["split"]["k"].shape == (12, n, 32)
+        assert torch.equal(s["split"]["k"][7], s["project"]["k"][:, 7 * 32 : 8 * 32])
+        assert torch.allclose(s["scale"], s["scores"] * body["scale"], atol=1e-6)
+        assert torch.equal(s["mask"], s["scale"])  # an encoder without padding hides nothing
+        assert (s["softmax"] - ref["softmax"]).abs().max() <= tol
+        assert torch.allclose(s["weighted_sum"], s["softmax"] @ s["split"]["v"], atol=1e-5)
+        for h in range(12):  # concat holds every head in its slot
+            assert torch.equal(s["concat"][:, h * 32 : (h + 1) * 32], s["weighted_sum"][h])
+        assert (s["concat"] - ref["context"]).abs().max() <= tol
+        # output = HF's attention output projection on HF's context, before residual and LayerNorm
+        assert (s["output"] - attn.output.dense(ref["context"])).abs().max() <= 1e-4
+
+
+def test_trace_softmax_equals_the_attention_map(client):
+    one = trace(client, text=TEXT, layer=4, head=9).json()["steps"]["softmax"]
+    maps = attention(client, text=TEXT, layers=[4], heads=[9]).json()["attention"][0]
+    assert np.abs(np.array(one) - np.array(maps)).max() <= 1e-6
+
+
+def test_trace_of_one_head_keeps_full_width_steps(client):
+    body = trace(client, text="short one", layer=0, head=11).json()
+    n = len(body["tokens"])
+    assert np.array(body["steps"]["scores"]).shape == (1, n, n)
+    assert np.array(body["steps"]["concat"]).shape == (n, 384)
+
+
+@pytest.mark.parametrize(
+    "body, status, says",
+    [
+        ({"text": "x", "layer": 6}, 422, "0..5"),
+        ({"text": "x", "layer": 0, "head": 12}, 422, "0..11"),
+        ({"text": "x"}, 422, "layer"),
+        ({"text": "x", "layer": "1"}, 422, "integer"),
+        ({"text": " ", "layer": 0}, 422, "blank"),
+        ({"text": "x", "layer": 0, "model": "nope"}, 404, "minilm"),
+        ({"text": "word " * 600, "layer": 0}, 413, "512"),
+    ],
+)
+def test_trace_errors(client, body, status, says):
+    r = trace(client, **body)
+    assert r.status_code == status and says in r.json()["detail"]
+
+
+# --- the worked example, derived independently -------------------------------------------------
+
+X = np.array([[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]], dtype=float)
+V = np.array([[10, 11, 20, 21], [12, 13, 22, 23], [14, 15, 24, 25], [16, 17, 26, 27]], dtype=float)
+
+# Head 0 sees columns 0-1 of X, head 1 columns 2-3; identity weights leave them unchanged.
+SCORES_BY_HAND = [
+    [[1, 0, 1, 2], [0, 1, 1, 0], [1, 1, 2, 2], [2, 0, 2, 4]],
+    [[5, 4, 1, 2], [4, 5, 2, 1], [1, 2, 1, 0], [2, 1, 0, 1]],
+]
+
+
+def softmax(a):
+    e = np.exp(a - a.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def reference(q_in, k_in, v_in, n_heads, w=None, causal=False):
+    w = w or {}
+    q, k, v = (x @ np.array(w.get(n, np.eye(q_in.shape[1]))) for x, n in ((q_in, "q"), (k_in, "k"), (v_in, "v")))
+    dh = q.shape[1] // n_heads
+    heads = []
+    for h in range(n_heads):
+        c = slice(h * dh, (h + 1) * dh)
+        s = q[:, c] @ k[:, c].T / np.sqrt(dh)
+        if causal:
+            s = np.where(np.triu(np.ones_like(s), 1) > 0, -np.inf, s)
+        heads.append(softmax(s) @ v[:, c])
+    return np.concatenate(heads, 1) @ np.array(w.get("o", np.eye(q_in.shape[1])))
+
+
+def toy(client, **body):
+    return client.post("/api/v1/toy", json=body)
+
+
+def test_worked_example(client):
+    body = toy(client).json()
+    assert (body["d_model"], body["n_heads"], body["d_head"]) == (4, 2, 2)
+    assert body["scale"] == pytest.approx(2 ** -0.5)
+    s = body["steps"]
+    assert list(s) == list(STEPS)
+    assert s["input"] == {"q": X.tolist(), "k": X.tolist(), "v": V.tolist()}
+    assert np.array(s["split"]["q"])[:, 0].tolist() == [[1, 0], [2, 1]]  # token 0's two heads
+    assert s["scores"] == SCORES_BY_HAND
+    np.testing.assert_allclose(s["scale"], np.array(SCORES_BY_HAND) / np.sqrt(2))
+    np.testing.assert_allclose(s["softmax"], softmax(np.array(SCORES_BY_HAND) / np.sqrt(2)), atol=1e-12)
+    # Row 1 of head 0 has scores [0, 1, 1, 0]: weights 1/(2+2e^(1/sqrt2)) and e^(1/sqrt2)/(2+2e^(1/sqrt2))
+    a = np.exp(2 ** -0.5)
+    np.testing.assert_allclose(s["softmax"][0][1], [1 / (2 + 2 * a), a / (2 + 2 * a), a / (2 + 2 * a), 1 / (2 + 2 * a)])
+    np.testing.assert_allclose(s["weighted_sum"][0][1], [13.0, 14.0], atol=1e-12)  # symmetric weights: the mean
+    np.testing.assert_allclose(s["output"], reference(X, X, V, 2), atol=1e-12)
+    assert s["concat"] == s["output"]  # identity W_o
+
+
+def test_empty_request_equals_explicit_worked_example(client):
+    explicit = toy(client, queries=X.tolist(), keys=X.tolist(), values=V.tolist(), n_heads=2).json()
+    assert toy(client).json() == explicit
+
+
+def test_toy_with_weights_causal_and_cross_attention(client):
+    rng = np.random.default_rng(0)
+    q_in, kv_in = rng.normal(size=(3, 6)), rng.normal(size=(5, 6))
+    w = {n: rng.normal(size=(6, 6)).round(3).tolist() for n in ("q", "v", "o")}  # k missing: identity
+    body = toy(client, queries=q_in.tolist(), keys=kv_in.tolist(), n_heads=3, weights=w, causal=True).json()
+    s = body["steps"]
+    np.testing.assert_allclose(s["output"], reference(q_in, kv_in, kv_in, 3, w, causal=True), atol=1e-9)
+    assert s["mask"][0][0][1:] == [None] * 4  # query 0 sees key 0 only
+    assert s["softmax"][0][0][1:] == [0.0] * 4
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ({"queries": [[1, 2], [3]]}, "not rectangular"),
+        ({"queries": [[1, 2, 3]]}, "send n_heads"),
+        ({"queries": [[1, 2]], "n_heads": 3}, "does not divide"),
+        ({"queries": [[1, 2]], "n_heads": 0}, "n_heads"),
+        ({"queries": [[1, 2]], "keys": [[1, 2, 3]]}, "same d_model"),
+        ({"queries": [[1, 2]], "values": [[1, 2], [3, 4]]}, "one value per key"),
+        ({"queries": [[1, 2]], "weights": {"q": [[1]]}}, "must be 2x2"),
+        ({"queries": [[1, 2]], "weights": {"x": [[1]]}}, "x"),
+        ({"keys": [[1, 2]]}, "queries"),
+        ({"queries": [[1e308, 1]]}, "1e+06"),
+        ({"queries": [[1] * 65]}, "64"),
+        ({"queries": [[1]] * 65}, "64"),
+        ({"queries": []}, "queries"),
+        ({"queries": [[]]}, "queries"),
+        ({"queries": [["1", 2]]}, "number"),
+        ({"causal": "yes"}, "causal"),
+    ],
+)
+def test_toy_errors(client, body, says):
+    r = toy(client, **body)
+    assert r.status_code == 422, r.text
+    assert says in r.json()["detail"]
+
+
+@pytest.mark.parametrize("raw", ['{"queries": [[NaN, 1]]}', '{"queries": [[Infinity, 1]]}', '{"queries": [[1e999]]}'])
+def test_toy_non_finite_numbers(client, raw):
+    r = client.post("/api/v1/toy", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "finite" in r.json()["detail"]
