@@ -61,32 +61,32 @@ function urlFromState(state) {
 
 const currentUrl = () => window.location.pathname + window.location.search;
 
-// ---- attention results: one cached response ------------------------------
+// ---- attention results: the last good response, and the request in flight ----
 
-/** The last request: {key, promise, result}. Changing the head reuses it. */
-let last = { key: null, promise: null, result: null };
+let cached = { key: null, result: null }; // changing the head reuses it; so does an error that follows it
+let pending = { key: null, promise: null };
 
 function requestKey(state) {
   return JSON.stringify([state.text, state.pair, state.model]);
 }
 
-function attentionFor(state) {
+/** Fetch the /attention response for the state's sentence (sharing a request already in flight). */
+function fetchAttention(state) {
   const key = requestKey(state);
-  if (last.key !== key) {
-    const entry = { key, promise: null, result: null };
-    entry.promise = getAttention({ text: state.text, text_pair: state.pair, model: state.model }).then(
+  if (pending.key !== key) {
+    const promise = getAttention({ text: state.text, text_pair: state.pair, model: state.model }).then(
       (result) => {
-        entry.result = result;
+        cached = { key, result };
         return result;
       },
-      (error) => {
-        if (last === entry) last = { key: null, promise: null, result: null }; // let a retry refetch
-        throw error;
-      },
     );
-    last = entry;
+    const clear = () => {
+      if (pending.promise === promise) pending = { key: null, promise: null };
+    };
+    promise.then(clear, clear);
+    pending = { key, promise };
   }
-  return last;
+  return pending.promise;
 }
 
 // ---- rendering -----------------------------------------------------------
@@ -96,7 +96,7 @@ const overview = createOverview($('overview'), {
   colourRamp: $('colour-ramp'),
 });
 
-/** What the results area currently shows: {key, state, result}. */
+/** What the results area shows: {key, state}; head changes start from it. */
 let shown = null;
 let renderSeq = 0;
 
@@ -113,7 +113,7 @@ function summary(result) {
   return `${tokens} tokens · ${result.layers.length} layers × ${result.heads.length} heads · model ${result.model}`;
 }
 
-function drawResult(key, result) {
+function drawResult(result) {
   renderTokens(els.tokens, result.tokens);
   els.tokenCount.textContent = `(${result.tokens.length})`;
   overview.render(result);
@@ -127,7 +127,14 @@ function drawHead(result, layer, head) {
   overview.select(layer, head);
   els.layer.value = String(layer);
   els.head.value = String(head);
-  renderHeatmap(els.heatmap, attentionHeatmapFigure({ tokens: result.tokens, matrix: result.attention[row][col], layer, head }));
+  const figure = attentionHeatmapFigure({
+    tokens: result.tokens,
+    matrix: result.attention[row][col],
+    layer,
+    head,
+    size: els.heatmap.clientWidth,
+  });
+  renderHeatmap(els.heatmap, figure);
 }
 
 /** Render the view for a state (from the URL). Fetches only when the sentence changed. */
@@ -143,12 +150,15 @@ async function render(state) {
     return;
   }
 
-  const entry = attentionFor(state);
-  if (!entry.result) {
+  const key = requestKey(state);
+  let result;
+  if (cached.key === key) {
+    result = cached.result;
+  } else {
     setLoading({ indicator: els.loading, region: els.results }, true);
     showStatus(els.status, '');
     try {
-      await entry.promise;
+      result = await fetchAttention(state);
     } catch (error) {
       if (seq !== renderSeq) return;
       setLoading({ indicator: els.loading, region: els.results }, false);
@@ -159,7 +169,6 @@ async function render(state) {
     setLoading({ indicator: els.loading, region: els.results }, false);
   }
 
-  const { result } = entry;
   // An index the model does not have falls back to the first layer/head.
   const layer = result.layers.includes(state.layer) ? state.layer : result.layers[0];
   const head = result.heads.includes(state.head) ? state.head : result.heads[0];
@@ -168,8 +177,8 @@ async function render(state) {
 
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the container
-  if (!shown || shown.key !== entry.key) drawResult(entry.key, result);
-  shown = { key: entry.key, state: fixed, result };
+  if (!shown || shown.key !== key) drawResult(result);
+  shown = { key, state: fixed };
   drawHead(result, layer, head);
   showStatus(els.status, summary(result));
   document.title = `attnscope · ${state.text.trim().slice(0, 60)}`;

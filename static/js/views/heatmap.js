@@ -1,6 +1,8 @@
 // The large heatmap of the selected head. The only Plotly caller on the page.
 const CONFIG = {
   displaylogo: false,
+  showSendToCloud: false, // plotly.js 4 would offer to upload the chart to Plotly Cloud
+  plotlyServerURL: '',
   responsive: true,
   modeBarButtonsToRemove: ['select2d', 'lasso2d', 'autoScale2d'],
   toImageButtonOptions: { filename: 'attnscope-head', scale: 2 },

@@ -22,6 +22,7 @@ function thumbnail(matrix, layer, head, row, col) {
   button.dataset.col = String(col);
   button.setAttribute('aria-label', `layer ${layer} head ${head}`);
   button.setAttribute('aria-pressed', 'false');
+  button.tabIndex = -1; // one tab stop for the grid (the selected map); arrow keys move inside it
   button.title = `Layer ${layer} · Head ${head}`;
   const canvas = document.createElement('canvas');
   canvas.width = n;
@@ -32,6 +33,8 @@ function thumbnail(matrix, layer, head, row, col) {
 }
 
 /**
+ * Thumbnails are buttons labelled "layer L head H": Tab reaches the selected one, arrow keys
+ * move between them, Enter or Space (or a click) selects.
  * @param {HTMLElement} root the grid container
  * @param {{onSelect: (layer: number, head: number) => void, colourRamp?: HTMLElement}} options
  */
@@ -54,6 +57,8 @@ export function createOverview(root, { onSelect, colourRamp }) {
     const next = buttons[Number(button.dataset.row) + move[0]]?.[Number(button.dataset.col) + move[1]];
     if (next) {
       event.preventDefault();
+      button.tabIndex = -1;
+      next.tabIndex = 0;
       next.focus();
     }
   });
@@ -78,6 +83,7 @@ export function createOverview(root, { onSelect, colourRamp }) {
     if (selected) selected.setAttribute('aria-pressed', 'false');
     selected = root.querySelector(`button.thumb[data-layer="${layer}"][data-head="${head}"]`);
     if (selected) selected.setAttribute('aria-pressed', 'true');
+    for (const row of buttons) for (const button of row) button.tabIndex = button === selected ? 0 : -1;
   }
 
   return { render, select };

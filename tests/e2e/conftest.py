@@ -1,0 +1,165 @@
+"""Real-browser tests: a real uvicorn server and Debian's Chromium, driven by
+Playwright. Nothing here skips: if the server or Chromium cannot start, the
+tests fail."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    # Without this Chromium sends DNS queries off the machine; with it only 127.0.0.1 resolves.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+STARTUP_TIMEOUT_S = 60
+
+# Collects CSP violations in the page (window.__cspViolations) and reports each one to
+# the test at once, so violations in a document that has since navigated away count too.
+CSP_LISTENER = """
+window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', (event) => {
+  const violation = `${event.violatedDirective} blocked ${event.blockedURI || '(inline)'}`
+    + ` at ${event.sourceFile || '?'}:${event.lineNumber || 0}`;
+  window.__cspViolations.push(violation);
+  if (typeof window.__reportCspViolation === 'function') window.__reportCspViolation(violation);
+});
+"""
+
+# Chromium's console message for a fetch answered with an HTTP error status.
+FAILED_RESOURCE = re.compile(r"^Failed to load resource: the server responded with a status of (\d{3})\b")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "expect_http_errors(*statuses): the test expects the page's requests to be answered with "
+        "these HTTP statuses; Chromium's 'Failed to load resource' console error is allowed for them only",
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real uvicorn process serving the app on a free port of 127.0.0.1; yields its base URL."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = tmp_path_factory.mktemp("server") / "uvicorn.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        with httpx.Client(trust_env=False, timeout=2) as client:
+            while True:
+                if server.poll() is not None:
+                    pytest.fail(f"the server exited with code {server.returncode} before it was ready:\n{log_path.read_text()}")
+                try:
+                    if client.get(f"{base}/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail(f"GET /healthz did not answer 200 within {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}")
+                time.sleep(0.2)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture(scope="session")
+def base_url(live_server: str) -> str:
+    """pytest-playwright opens relative URLs (page.goto('/?text=…')) against this."""
+    return live_server
+
+
+@pytest.fixture(scope="session")
+def api(live_server: str):
+    """An HTTP client for the same server, independent of the browser: the tests' reference."""
+    with httpx.Client(base_url=live_server, trust_env=False, timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args: dict) -> dict:
+    return {**browser_context_args, "viewport": {"width": 1440, "height": 1000}}
+
+
+@dataclass
+class BrowserLog:
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def api_posts(self, path: str = "/api/v1/attention") -> int:
+        return sum(1 for url in self.requests if url.split("?")[0].endswith(path))
+
+
+@pytest.fixture(autouse=True)
+def browser_log(page, live_server: str, request: pytest.FixtureRequest):
+    """Records what the page does and, after the test, fails on any console error, page
+    error, CSP violation, dialog, or request that did not go to the test server."""
+    log = BrowserLog()
+    page.on("console", lambda message: log.console_errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: log.page_errors.append(str(error)))
+    page.on("request", lambda req: log.requests.append(req.url))
+
+    def on_dialog(dialog) -> None:
+        log.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.expose_binding("__reportCspViolation", lambda _source, violation: log.csp_violations.append(violation))
+    page.add_init_script(script=CSP_LISTENER)
+
+    yield log
+
+    marker = request.node.get_closest_marker("expect_http_errors")
+    allowed = {str(status) for status in marker.args} if marker else set()
+
+    def unexpected(message: str) -> bool:
+        match = FAILED_RESOURCE.match(message)
+        return not (match and match.group(1) in allowed)
+
+    assert [m for m in log.console_errors if unexpected(m)] == [], "console errors"
+    assert log.page_errors == [], "uncaught errors in the page"
+    assert log.csp_violations == [], "Content-Security-Policy violations"
+    assert log.dialogs == [], "the page opened a dialog"
+    offsite = [url for url in log.requests if not (url.startswith(f"{live_server}/") or url.startswith(("data:", "blob:")))]
+    assert offsite == [], "requests that did not go to the test server"
+    assert log.requests, "the page made no request at all (the request log is broken)"
