@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import threading
 
+from model.maps import AttentionMaps
 from model.pretrained import PretrainedEncoder
 from model.registry import MODELS, ModelSpec
+from model.tokenizer import Encoded
 
+from .cache import ByteLRU
 from .errors import ApiError
 from .schemas import ModelInfo
 
@@ -18,7 +21,7 @@ class ModelHub:
     is faster than two competing for them.
     """
 
-    def __init__(self, default_model: str) -> None:
+    def __init__(self, default_model: str, cache_bytes: int = 0) -> None:
         if default_model not in MODELS:
             raise ValueError(
                 f"ATTNSCOPE_DEFAULT_MODEL={default_model!r} is not a known model; known: {', '.join(MODELS)}"
@@ -26,6 +29,7 @@ class ModelHub:
         self.default = default_model
         self.loaded: dict[str, PretrainedEncoder] = {mid: spec.load() for mid, spec in MODELS.items()}
         self.lock = threading.Lock()
+        self.cache: ByteLRU[AttentionMaps] = ByteLRU(cache_bytes)
 
     def get(self, model_id: str | None) -> tuple[ModelSpec, PretrainedEncoder]:
         """The model for an id from a request (None = default); 404 names the ids that exist."""
@@ -33,6 +37,18 @@ class ModelHub:
         if mid not in self.loaded:
             raise ApiError(404, f"Unknown model {mid!r}; use one of: {', '.join(sorted(self.loaded))}.")
         return MODELS[mid], self.loaded[mid]
+
+    def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None) -> AttentionMaps:
+        """All attention maps of one input, from the cache when this model has seen this text."""
+        key = (model_id, text, pair)
+        maps = self.cache.get(key)
+        if maps is None:
+            with self.lock:
+                maps = self.cache.get(key)  # another request may have computed it meanwhile
+                if maps is None:
+                    maps = self.loaded[model_id].attention_maps(encoded)
+                    self.cache.put(key, maps, maps.nbytes)
+        return maps
 
     def infos(self) -> list[ModelInfo]:
         out = []

@@ -28,7 +28,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         torch.set_num_threads(settings.torch_threads)
-        app.state.hub = ModelHub(settings.default_model)
+        app.state.hub = ModelHub(settings.default_model, settings.cache_bytes)
         yield
 
     app = FastAPI(

@@ -93,8 +93,15 @@ class ToyRequest(StrictRequest):
     causal: bool = Field(False, description="Hide key j from query i when j > i.")
 
 
+class SummaryRequest(AttentionRequest):
+    size: int = Field(64, ge=1, le=64, description="Largest side of a pooled map (at most 64).")
+
+
 class Encoding(str, Enum):
+    """`json`: the JSON body. `u16`: a binary body of uint16 fixed-point weights (layout in the description)."""
+
     json = "json"
+    u16 = "u16"
 
 
 class ModelInfo(BaseModel):
@@ -186,6 +193,19 @@ class ToyResponse(BaseModel):
     d_head: int
     scale: float
     steps: ToySteps
+
+
+class SummaryResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    layers: list[int]
+    heads: list[int]
+    size: int = Field(description="M, the side of each pooled map: min(N, requested size).")
+    bins: list[tuple[int, int]] = Field(description="Token range [start, end) covered by each pooled row and column.")
+    attention: list[list[list[list[float]]]] = Field(
+        description="Display summary, not attention weights: each cell is the largest weight in its block, so "
+        "no strong weight vanishes, and rows no longer sum to 1. Axis order (layer, head, row, column)."
+    )
 
 
 class Health(BaseModel):

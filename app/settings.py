@@ -27,4 +27,7 @@ class Settings(BaseSettings):
         ge=1,
         description="largest number of attention weights in one JSON answer (layers x heads x N x N)",
     )
+    cache_bytes: int = Field(
+        128 * 1024 * 1024, ge=0, description="memory for recently computed attention maps; 0 turns the cache off"
+    )
     torch_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)

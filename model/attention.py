@@ -50,9 +50,15 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return scores + mask  # (B, H, T, S), mask broadcasts from (T, S) or (B, 1, T, S)
 
 
-def softmax_rows(scores: torch.Tensor) -> torch.Tensor:
-    """Softmax over keys; a row whose keys are all hidden becomes zeros, not NaN."""
+def softmax_rows(scores: torch.Tensor, any_hidden: bool = True) -> torch.Tensor:
+    """Softmax over keys; a row whose keys are all hidden becomes zeros, not NaN.
+
+    `any_hidden=False` says no mask was added, so no row can be all -inf and the
+    check (three more passes over a (B, H, T, S) tensor) is skipped.
+    """
     weights = torch.softmax(scores, dim=-1)  # (B, H, T, S)
+    if not any_hidden:
+        return weights
     hidden_row = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (B, H, T, 1)
     return weights.masked_fill(hidden_row, 0.0)
 
@@ -112,7 +118,7 @@ class MultiHeadAttention(nn.Module):
         rec("scale", scaled)
         masked = apply_mask(scaled, mask)
         rec("mask", masked)
-        weights = softmax_rows(masked)  # (B, H, T, S)
+        weights = softmax_rows(masked, any_hidden=mask is not None)  # (B, H, T, S)
         rec("softmax", weights)
         mixed = weighted_sum(weights, vh)  # (B, H, T, Dh)
         rec("weighted_sum", mixed)

@@ -14,6 +14,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from .config import EncoderConfig
+from .maps import AttentionMaps
 from .tokenizer import Encoded, Tokenizer
 from .trace import StepValue, Trace, select
 from .transformer import Encoder
@@ -116,11 +117,11 @@ class PretrainedEncoder:
         segments = torch.tensor([encoded.segments])  # (1, T)
         return self.encoder(ids, segments, trace=trace)
 
-    def attention_maps(self, encoded: Encoded, layers: list[int], heads: list[int]) -> torch.Tensor:
-        """Attention weights of the chosen layers and heads, in the order given: (L, H, T, T)."""
-        trace = Trace(layers=layers, steps=("softmax",))
+    def attention_maps(self, encoded: Encoded) -> AttentionMaps:
+        """Every layer's and head's attention weights for one input."""
+        trace = Trace(steps=("softmax",))
         self.run(encoded, trace)
-        return torch.stack([select(trace[layer], heads)["softmax"] for layer in layers])  # (L, H, T, T)
+        return AttentionMaps(tuple(trace[i]["softmax"][0] for i in range(self.cfg.n_layers)))  # (H, T, T) each
 
     def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:
         """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`."""

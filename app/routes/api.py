@@ -9,6 +9,9 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from .. import serialize
 from ..errors import ApiError
 from ..hub import ModelHub
+from model.pretrained import PretrainedEncoder
+from model.registry import ModelSpec
+from model.tokenizer import Encoded
 from model.toy import run_toy
 
 from ..schemas import (
@@ -17,6 +20,8 @@ from ..schemas import (
     Encoding,
     ErrorResponse,
     ModelsResponse,
+    SummaryRequest,
+    SummaryResponse,
     ToyRequest,
     ToyResponse,
     TraceRequest,
@@ -68,6 +73,48 @@ def models(hub: Hub) -> ModelsResponse:
     return ModelsResponse(models=hub.infos())
 
 
+ENCODING_DOC = (
+    "`json` (default): the JSON body. `u16`: one binary body (application/octet-stream): the 4 bytes `ATN1`, "
+    "a little-endian uint32 H, H bytes of UTF-8 JSON header (every field of the JSON answer except the matrices, "
+    "plus `shape` [layers, heads, rows, columns], `dtype` \"uint16\" and `scale` 65535; padded with spaces so the "
+    "data starts at a multiple of 8), then little-endian uint16 values in row-major (layer, head, query, key) "
+    "order; weight = value / 65535, absolute error at most 7.7e-6. About 2 bytes a weight instead of ~20."
+)
+EncodingParam = Annotated[Encoding, Query(description=ENCODING_DOC)]
+BINARY_ANSWER = {"content": {serialize.U16_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}}
+MAPS_ERRORS = {
+    200: BINARY_ANSWER,
+    404: _error("Unknown model; `detail` names the models that exist."),
+    413: _error("Too many tokens, a body over the size limit, or a JSON answer over the cap."),
+}
+
+
+def _encode(hub: ModelHub, req: AttentionRequest) -> tuple[ModelSpec, PretrainedEncoder, Encoded, list[int], list[int]]:
+    """Model, tokens and checked layer/head indices of an attention request (4xx on any problem)."""
+    spec, model = hub.get(req.model)
+    if req.text_pair is not None and not spec.pairs:
+        raise ApiError(422, f"Model {spec.id!r} takes one text; remove text_pair.")
+    layers = check_indices(req.layers, model.cfg.n_layers, "layers")
+    heads = check_indices(req.heads, model.cfg.n_heads, "heads")
+    return spec, model, model.tokenizer.encode(req.text, req.text_pair), layers, heads
+
+
+def _check_json_size(encoding: Encoding, cap: int, layers: list[int], heads: list[int], side: int) -> None:
+    """Refuse a JSON answer over the cap before any forward runs (compact answers have no cap)."""
+    if encoding is Encoding.json:
+        check_json_cap(len(layers) * len(heads) * side * side, cap,
+                       f"{len(layers)} layers x {len(heads)} heads x {side}x{side}",
+                       "ask for fewer layers or heads, or for the compact encoding ?encoding=u16")
+
+
+def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryResponse], fields: dict,
+                 blocks: list) -> Response:
+    if encoding is Encoding.u16:
+        return serialize.u16_response({**fields, "tokens": [t.model_dump() for t in fields["tokens"]]}, blocks)
+    body = response.model_construct(**fields, attention=serialize.maps_json(blocks))  # no re-validation of 10^6 floats
+    return serialize.json_response(body)
+
+
 @router.post(
     "/attention",
     response_model=AttentionResponse,
@@ -75,41 +122,41 @@ def models(hub: Hub) -> ModelsResponse:
     description=(
         "Runs the model on `text` (and `text_pair`) and returns the attention weights with axis order "
         "(layer, head, query, key). Limits that depend on the model (its token limit, its layer and head "
-        "ranges) and the JSON answer cap (layers x heads x N x N values, set by ATTNSCOPE_MAX_JSON_VALUES) "
-        "are checked here and answered with 413 or 422."
+        "ranges) and the JSON answer cap (layers x heads x N x N numbers, ATTNSCOPE_MAX_JSON_VALUES, default "
+        "2,500,000) are checked here and answered with 413 or 422. Repeated requests for the same model and "
+        "text are answered from a cache."
     ),
-    responses={
-        404: _error("Unknown model; `detail` names the models that exist."),
-        413: _error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
-    },
+    responses=MAPS_ERRORS,
 )
-def attention(
-    req: AttentionRequest,
-    hub: Hub,
-    settings: SettingsDep,
-    encoding: Annotated[Encoding, Query(description="Answer encoding; `json` is the body described here.")] = Encoding.json,
-) -> Response:
-    spec, model = hub.get(req.model)
-    if req.text_pair is not None and not spec.pairs:
-        raise ApiError(422, f"Model {spec.id!r} takes one text; remove text_pair.")
-    layers = check_indices(req.layers, model.cfg.n_layers, "layers")
-    heads = check_indices(req.heads, model.cfg.n_heads, "heads")
-    encoded = model.tokenizer.encode(req.text, req.text_pair)
-    n = len(encoded)
-    check_json_cap(
-        len(layers) * len(heads) * n * n, settings.max_json_values,
-        f"{len(layers)} layers x {len(heads)} heads x {n}x{n}", "ask for fewer layers or heads",
-    )
-    with hub.lock:
-        maps = model.attention_maps(encoded, layers, heads)  # (L, H, N, N)
-    body = AttentionResponse.model_construct(  # skips re-validating ~10^6 floats built just above
-        model=spec.id,
-        tokens=serialize.tokens(encoded.tokens),
-        layers=layers,
-        heads=heads,
-        attention=serialize.matrix(maps),
-    )
-    return serialize.json_response(body)
+def attention(req: AttentionRequest, hub: Hub, settings: SettingsDep, encoding: EncodingParam = Encoding.json) -> Response:
+    spec, _, encoded, layers, heads = _encode(hub, req)
+    _check_json_size(encoding, settings.max_json_values, layers, heads, len(encoded))
+    maps = hub.attention(spec.id, encoded, req.text, req.text_pair)
+    fields = {"model": spec.id, "tokens": serialize.tokens(encoded.tokens), "layers": layers, "heads": heads}
+    return _maps_answer(encoding, AttentionResponse, fields, maps.select(layers, heads))
+
+
+@router.post(
+    "/attention/summary",
+    response_model=SummaryResponse,
+    summary="Small max-pooled summaries of the attention maps, for overviews",
+    description=(
+        "Like /attention, but each map is max-pooled to at most `size` x `size` (default and limit 64): each "
+        "cell holds the largest weight of its block of tokens (`bins` gives each block's token range), so no "
+        "strong weight vanishes. These are display summaries, not weights: rows no longer sum to 1. Inputs "
+        "of at most `size` tokens come back unpooled."
+    ),
+    responses=MAPS_ERRORS,
+)
+def attention_summary(req: SummaryRequest, hub: Hub, settings: SettingsDep,
+                      encoding: EncodingParam = Encoding.json) -> Response:
+    spec, _, encoded, layers, heads = _encode(hub, req)
+    _check_json_size(encoding, settings.max_json_values, layers, heads, min(len(encoded), req.size))
+    maps = hub.attention(spec.id, encoded, req.text, req.text_pair)
+    blocks, bins = maps.pooled(layers, heads, req.size)
+    fields = {"model": spec.id, "tokens": serialize.tokens(encoded.tokens), "layers": layers, "heads": heads,
+              "size": blocks[0].shape[-1], "bins": bins}
+    return _maps_answer(encoding, SummaryResponse, fields, blocks)
 
 
 @router.post(

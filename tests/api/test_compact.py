@@ -1,0 +1,135 @@
+"""Compact u16 answers, max-pooled summaries and the attention cache."""
+
+import copy
+import json
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from app.cache import ByteLRU
+from app.hub import ModelHub
+
+from .conftest import attention
+
+TEXT = "Compact answers carry the same attention in two bytes a weight."
+
+
+def decode_u16(body: bytes) -> tuple[dict, np.ndarray]:
+    """The client side of the documented layout (see the README)."""
+    magic, size = struct.unpack_from("<4sI", body, 0)
+    assert magic == b"ATN1"
+    header = json.loads(body[8 : 8 + size])
+    values = np.frombuffer(body, dtype="<u2", offset=8 + size).reshape(header["shape"])
+    return header, values / header["scale"]
+
+
+def post(client, path, encoding, **body):
+    r = client.post(f"/api/v1/{path}?encoding={encoding}", json=body)
+    assert r.status_code == 200, r.text
+    return r
+
+
+def test_u16_equals_json_within_the_documented_error(client):
+    body = {"text": TEXT, "text_pair": "A second segment.", "layers": [5, 0], "heads": [3, 1, 10]}
+    js = post(client, "attention", "json", **body).json()
+    r = post(client, "attention", "u16", **body)
+    assert r.headers["content-type"] == "application/octet-stream"
+    header, weights = decode_u16(r.content)
+    assert (8 + len(r.content[8:]) - weights.size * 2) % 8 == 0  # data starts at a multiple of 8
+    assert {k: header[k] for k in ("model", "tokens", "layers", "heads")} == {k: js[k] for k in ("model", "tokens", "layers", "heads")}
+    assert header["shape"] == [2, 3, len(js["tokens"]), len(js["tokens"])]
+    assert np.abs(weights - np.array(js["attention"])).max() <= 7.7e-6  # half a step of 1/65535, plus float32 rounding
+
+
+def test_u16_of_all_maps_at_128_tokens_fits_in_2_5_mb(client):
+    r = client.post("/api/v1/attention?encoding=u16", json={"text": " ".join(["word"] * 126)})
+    header, weights = decode_u16(r.content)
+    assert header["shape"] == [6, 12, 128, 128]
+    assert len(r.content) <= 2.5e6
+    assert np.allclose(weights.sum(-1), 1, atol=1e-3)
+
+
+def test_u16_has_no_json_cap(client):
+    text = " ".join(["word"] * 300)  # all maps at 302 tokens: 6.6 M weights, over the JSON cap
+    assert attention(client, text=text).status_code == 413
+    assert "encoding=u16" in attention(client, text=text).json()["detail"]
+    header, _ = decode_u16(post(client, "attention", "u16", text=text).content)
+    assert header["shape"] == [6, 12, 302, 302]
+
+
+def test_unknown_encoding_is_422(client):
+    r = client.post("/api/v1/attention?encoding=f8", json={"text": "x"})
+    assert r.status_code == 422 and "encoding" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("n_words, size", [(150, 64), (100, 16), (20, 64)])
+def test_summary_is_the_max_of_each_block(client, n_words, size):
+    text = " ".join(f"tok{i % 37}" for i in range(n_words))
+    full = np.array(post(client, "attention", "json", text=text, layers=[1, 4], heads=[2, 9]).json()["attention"])
+    s = post(client, "attention/summary", "json", text=text, layers=[1, 4], heads=[2, 9], size=size).json()
+    n = full.shape[-1]
+    m = min(n, size)
+    assert s["size"] == m and len(s["bins"]) == m
+    assert s["bins"][0][0] == 0 and s["bins"][-1][1] == n
+    pooled = np.array(s["attention"])
+    assert pooled.shape == (2, 2, m, m)
+    for i, (r0, r1) in enumerate(s["bins"]):
+        for j, (c0, c1) in enumerate(s["bins"]):
+            assert pooled[:, :, i, j] == pytest.approx(full[:, :, r0:r1, c0:c1].max(axis=(-1, -2)), abs=1e-7)
+    if n <= size:
+        assert np.array_equal(pooled, full)
+
+
+def test_summary_u16_and_limits(client):
+    text = " ".join(["word"] * 510)
+    r = post(client, "attention/summary", "u16", text=text)
+    header, pooled = decode_u16(r.content)
+    assert header["shape"] == [6, 12, 64, 64] and len(header["bins"]) == 64
+    assert len(r.content) <= 72 * 64 * 64 * 2 + 40_000  # the pooled maps and a header of 512 tokens
+    assert client.post("/api/v1/attention/summary", json={"text": "x", "size": 65}).status_code == 422
+    assert client.post("/api/v1/attention/summary", json={"text": "x", "size": 0}).status_code == 422
+
+
+def test_cache_never_mixes_texts_pairs_or_models(client):
+    hub: ModelHub = client.app.state.hub
+    bodies = [{"text": "the first text"}, {"text": "the second text"},
+              {"text": "the first text", "text_pair": "with a pair"}]
+    first = [attention(client, **b, layers=[2], heads=[4]).json() for b in bodies]
+    assert first[0]["attention"] != first[1]["attention"] != first[2]["attention"]
+    again = [attention(client, **b, layers=[2], heads=[4]).json() for b in reversed(bodies)]
+    assert list(reversed(again)) == first
+
+    # Same text under another model id: a perturbed copy of the encoder must not be answered from the cache.
+    model = hub.loaded["minilm"]
+    other = copy.copy(model)
+    other.encoder = copy.deepcopy(model.encoder)
+    with torch.no_grad():
+        other.encoder.blocks[0].attention.query.weight.mul_(1.5)
+    hub.loaded["other"] = other
+    try:
+        enc = model.tokenizer.encode("the first text")
+        a = hub.attention("minilm", enc, "the first text", None)
+        b = hub.attention("other", enc, "the first text", None)
+        assert not torch.equal(a.per_layer[0], b.per_layer[0])
+        assert hub.attention("minilm", enc, "the first text", None) is a  # a hit
+    finally:
+        del hub.loaded["other"]
+
+
+def test_byte_lru_evicts_least_recent_and_keeps_within_budget():
+    cache = ByteLRU(100)
+    cache.put("a", 1, 40)
+    cache.put("b", 2, 40)
+    assert cache.get("a") == 1  # a is now the most recent
+    cache.put("c", 3, 40)  # evicts b
+    assert cache.get("b") is None and cache.get("a") == 1 and cache.get("c") == 3
+    assert cache.used == 80
+    cache.put("huge", 4, 101)  # larger than the budget: not stored, nothing evicted
+    assert cache.get("huge") is None and len(cache) == 2
+    cache.put("a", 5, 60)  # replacing a key frees its old size first
+    assert cache.get("a") == 5 and cache.used <= 100
+    off = ByteLRU(0)
+    off.put("x", 1, 1)
+    assert off.get("x") is None
