@@ -38,9 +38,9 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return q @ k.transpose(-2, -1)  # (B, H, T, S)
 
 
-def scale_scores(scores: torch.Tensor, factor: float) -> torch.Tensor:
-    """Multiply by the scale factor, normally 1/sqrt(Dh)."""
-    return scores * factor  # (B, H, T, S)
+def scale_scores(scores: torch.Tensor, factor: float, in_place: bool = False) -> torch.Tensor:
+    """Multiply by the scale factor, normally 1/sqrt(Dh); in place when the raw scores are not needed."""
+    return scores.mul_(factor) if in_place else scores * factor  # (B, H, T, S)
 
 
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -102,7 +102,7 @@ class MultiHeadAttention(nn.Module):
         keys and values. keys default to x (self-attention), values to keys."""
         keys = x if keys is None else keys
         values = keys if values is None else values
-        rec = record or _ignore
+        rec = record or NO_RECORD
         rec("input", x)
         q = project(x, self.query)  # (B, T, D)
         k = project(keys, self.key)  # (B, S, D)
@@ -114,7 +114,7 @@ class MultiHeadAttention(nn.Module):
         rec("split", {"q": qh, "k": kh, "v": vh})
         scores = attention_scores(qh, kh)  # (B, H, T, S)
         rec("scores", scores)
-        scaled = scale_scores(scores, self.scale)
+        scaled = scale_scores(scores, self.scale, in_place=not rec.wants("scores"))
         rec("scale", scaled)
         masked = apply_mask(scaled, mask)
         rec("mask", masked)
@@ -129,5 +129,14 @@ class MultiHeadAttention(nn.Module):
         return out
 
 
-def _ignore(step: str, value: object) -> None:
+class _NoRecord:
     """Recorder used when nothing is traced."""
+
+    def wants(self, step: str) -> bool:
+        return False
+
+    def __call__(self, step: str, value: object) -> None:
+        pass
+
+
+NO_RECORD = _NoRecord()

@@ -186,8 +186,7 @@ def trace(req: TraceRequest, hub: Hub, settings: SettingsDep) -> Response:
         6 * n * cfg.d_model + 4 * h * n * cfg.d_head + 4 * h * n * n, settings.max_json_values,
         f"{h} heads at {n} tokens", "trace one head at a time or send a shorter text",
     )
-    with hub.lock:
-        steps = model.trace_layer(encoded, layer, heads)
+    steps = hub.run(model.trace_layer, encoded, layer, heads)
     body = TraceResponse(
         model=spec.id, tokens=serialize.tokens(encoded.tokens), layer=layer,
         d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_head, heads=heads,

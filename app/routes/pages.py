@@ -1,5 +1,5 @@
-"""HTML pages. The explorer reads its state from the URL in the browser and
-fetches /api/v1/models and /api/v1/attention itself, so it needs no server data."""
+"""HTML pages. Each page reads its state from the URL in the browser and fetches
+what it shows from /api/v1 itself, so the server passes no data to the templates."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -23,3 +23,34 @@ router = APIRouter()
 )
 def explorer(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "index.html")
+
+
+@router.get(
+    "/steps",
+    response_class=HTMLResponse,
+    summary="Step-by-step walkthrough of one attention head",
+    description=(
+        "Every step of multi-head attention (input, project, split, scores, scale, mask, softmax, "
+        "weighted sum, concat, output) with the real numbers of one layer and head, animated, plus the "
+        "query/key view of one query token. The page fetches `POST /api/v1/trace` itself; its state "
+        "lives in the query string: `text`, `pair` (second segment), `model`, `layer`, `head`, "
+        "`query` (a token index) and `step` (a step name). Missing or invalid indices fall back to 0."
+    ),
+)
+def steps(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "steps.html")
+
+
+@router.get(
+    "/toy",
+    response_class=HTMLResponse,
+    summary="The worked example, editable",
+    description=(
+        "The worked example (d_model 4, 2 heads) with every matrix editable in place: queries, keys, "
+        "values, W_q, W_k, W_v, W_o, the number of heads and a causal mask. Edits are recomputed by "
+        "`POST /api/v1/toy` and shown with the same step-by-step walkthrough as /steps. "
+        "The page takes no query parameters."
+    ),
+)
+def toy(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "toy.html")

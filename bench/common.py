@@ -1,0 +1,160 @@
+"""Shared pieces of the benchmarks: a real server, fresh texts, timing and the results table."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))  # torch threads, equal on both sides
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# Common English words; the ones that are a single token of the model are used to build texts.
+WORDS = """the of and to in is was for on that with as by at from it his an were are which this be
+has had not have or one their first its after new who they two her she been other when there all
+during into school time may years more most only over city some world would where later up such
+used many can state about national out known university united then made team people american
+under film also life well him her war area between part around both series game best second same
+album three state year since work called family group each season house music number public place
+small old early great until high long like world court days name party water history north south
+east west light river power city land body story black white red green blue open last make good
+home field point long word line still large through know around form head night market because
+show side must three few live love book mean next look child find hand play game music money""".split()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class TextMaker:
+    """Fresh texts of an exact token count, so that no cache can stand in for the work."""
+
+    def __init__(self, seed: int = 0) -> None:
+        from model.pretrained import minilm_dir
+        from model.tokenizer import Tokenizer
+
+        self.tokenizer = Tokenizer(minilm_dir() / "tokenizer.json", max_tokens=10_000)
+        self.words = sorted({w for w in WORDS if len(self.tokenizer.encode(w)) == 3})  # [CLS] w [SEP]
+        self.rng = random.Random(seed)
+
+    def text(self, n_tokens: int) -> str:
+        text = " ".join(self.rng.choice(self.words) for _ in range(n_tokens - 2))
+        assert len(self.tokenizer.encode(text)) == n_tokens
+        return text
+
+
+class Server:
+    """`attnscope serve` in a subprocess on a free loopback port, ready when /healthz answers."""
+
+    def __init__(self, **env: str) -> None:
+        self.port = free_port()
+        self.env = {**os.environ, "ATTNSCOPE_TORCH_THREADS": str(THREADS), **env}
+
+    def start(self) -> float:
+        """Starts the server; returns seconds from spawn to the first 200 from /healthz."""
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
+            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
+            try:
+                status, _ = self.request("GET", "/healthz")
+                if status == 200:
+                    return time.perf_counter() - t0
+            except OSError:
+                time.sleep(0.01)
+
+    def __enter__(self) -> "Server":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            payload = None if body is None else json.dumps(body)
+            conn.request(method, path, payload, {"content-type": "application/json"} if body else {})
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
+
+def load_hf():
+    """HF transformers' BertModel on the packaged weights, eager attention (the reference)."""
+    import torch
+    import transformers
+
+    from model.pretrained import minilm_dir
+
+    torch.set_num_threads(THREADS)
+    transformers.logging.set_verbosity_error()
+    d = str(minilm_dir())
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    model = transformers.BertModel.from_pretrained(d, attn_implementation="eager").eval()
+    return tok, model
+
+
+def hf_forward(hf, text: str) -> None:
+    import torch
+
+    tok, model = hf
+    with torch.no_grad():
+        model(**tok(text, return_tensors="pt"), output_attentions=True)
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def percentile(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def print_table(title: str, headers: list[str], rows: list[list[object]]) -> str:
+    lines = [f"### {title}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    out = "\n".join(lines) + "\n"
+    print(out, flush=True)
+    return out
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
