@@ -1,10 +1,11 @@
-# attnscope: `make run` serves on http://127.0.0.1:8000, `make test` runs the whole suite.
+# attnscope: `make run` serves on http://127.0.0.1:8000, `make test` runs the whole suite,
+# `make bench` prints the performance tables (bench/results.md).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -qq
 
-.PHONY: run test clean
+.PHONY: run test bench clean
 
 # torch first, from the CPU build this machine provides, so nothing pulls a CUDA build.
 $(VENV)/.torch:
@@ -25,6 +26,10 @@ run: $(VENV)/.app
 
 test: $(VENV)/.test
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest
+
+bench: $(VENV)/.test
+	command -v wrk >/dev/null || { echo "bench needs wrk: apt-get install wrk"; exit 1; }
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m bench.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,34 @@
+"""`make bench`: every benchmark in one run; prints each table and writes them all to bench/results.md."""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from bench.common import THREADS
+
+SECTIONS = ["server_cost", "startup", "page_load", "throughput", "load"]
+
+
+def main(names: list[str]) -> None:
+    header = (
+        f"# attnscope benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')} · {platform.machine()} · "
+        f"torch {torch.__version__} · {THREADS} torch threads on both sides · ratios are attnscope / reference "
+        "measured in the same run\n\n"
+    )
+    print(header)
+    parts = [header]
+    for name in names or SECTIONS:
+        parts.append(importlib.import_module(f"bench.{name}").run())
+    out = Path(__file__).with_name("results.md")
+    out.write_text("\n".join(parts), encoding="utf-8")
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
