@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from model.tokenizer import TooManyTokens
 
@@ -16,6 +16,10 @@ class ApiError(Exception):
         super().__init__(detail)
         self.status_code = status_code
         self.detail = detail
+
+
+class ClientGone(Exception):
+    """The client disconnected before its queued model work started; the work was dropped."""
 
 
 def _where(loc: tuple) -> str:
@@ -59,7 +63,12 @@ async def too_many_tokens(request: Request, exc: TooManyTokens) -> JSONResponse:
     )
 
 
+async def client_gone(request: Request, exc: Exception) -> Response:
+    return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(ClientGone, client_gone)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(TooManyTokens, too_many_tokens)

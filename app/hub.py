@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import TypeVar
 
 import torch
 
 from model.maps import AttentionMaps
-from model.pretrained import PretrainedEncoder
+from model.pretrained import CheckpointError, PretrainedEncoder
 from model.registry import MODELS, ModelSpec
 from model.tokenizer import Encoded
 
 from .cache import ByteLRU
-from .errors import ApiError
+from .errors import ApiError, ClientGone
 from .schemas import ModelInfo
 
 
 T = TypeVar("T")
+
+
+class StartupError(RuntimeError):
+    """The server cannot start; the message names the setting or file to fix."""
 
 
 class ModelHub:
@@ -30,22 +37,52 @@ class ModelHub:
     OpenMP thread team instead of one per request thread.
     """
 
-    def __init__(self, default_model: str, cache_bytes: int = 0, torch_threads: int = 1) -> None:
+    def __init__(self, default_model: str, cache_bytes: int = 0, torch_threads: int = 1,
+                 model_dirs: Mapping[str, Path] | None = None) -> None:
         if default_model not in MODELS:
-            raise ValueError(
+            raise StartupError(
                 f"ATTNSCOPE_DEFAULT_MODEL={default_model!r} is not a known model; known: {', '.join(MODELS)}"
             )
+        dirs = dict(model_dirs or {})
+        unknown = sorted(set(dirs) - set(MODELS))
+        if unknown:
+            raise StartupError(f"ATTNSCOPE_MODEL_DIRS names unknown models {unknown}; known: {', '.join(MODELS)}")
         self.default = default_model
-        self.loaded: dict[str, PretrainedEncoder] = {mid: spec.load() for mid, spec in MODELS.items()}
+        try:
+            self.loaded: dict[str, PretrainedEncoder] = {
+                mid: PretrainedEncoder.from_dir(dirs.get(mid) or spec.locate()) for mid, spec in MODELS.items()
+            }
+        except CheckpointError as exc:
+            raise StartupError(str(exc)) from exc
         self._worker = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="attnscope-model", initializer=torch.set_num_threads,
             initargs=(torch_threads,),
         )
         self.cache: ByteLRU[AttentionMaps] = ByteLRU(cache_bytes)
+        self.stats = {"queued": 0, "dropped": 0}  # jobs waiting or running now; jobs dropped for clients gone
+        self._stats_lock = threading.Lock()
 
-    def run(self, fn: Callable[..., T], *args) -> T:
-        """Run model work on the worker thread and wait for its result."""
-        return self._worker.submit(fn, *args).result()
+    def run(self, fn: Callable[..., T], *args, gone: Callable[[], bool] | None = None) -> T:
+        """Run model work on the worker thread and wait for its result.
+
+        `gone` tells whether the client has left; work queued for a client that
+        left before it started is dropped (ClientGone) instead of computed.
+        """
+        job = self._worker.submit(fn, *args)
+        with self._stats_lock:
+            self.stats["queued"] += 1
+        try:
+            while True:
+                try:
+                    return job.result(timeout=0.1 if gone else None)
+                except FutureTimeout:
+                    if gone() and job.cancel():
+                        with self._stats_lock:
+                            self.stats["dropped"] += 1
+                        raise ClientGone() from None
+        finally:
+            with self._stats_lock:
+                self.stats["queued"] -= 1
 
     def close(self) -> None:
         self._worker.shutdown(wait=True, cancel_futures=True)
@@ -57,7 +94,8 @@ class ModelHub:
             raise ApiError(404, f"Unknown model {mid!r}; use one of: {', '.join(sorted(self.loaded))}.")
         return MODELS[mid], self.loaded[mid]
 
-    def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None) -> AttentionMaps:
+    def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None,
+                  gone: Callable[[], bool] | None = None) -> AttentionMaps:
         """All attention maps of one input, from the cache when this model has seen this text."""
         key = (model_id, text, pair)
 
@@ -68,7 +106,7 @@ class ModelHub:
                 self.cache.put(key, maps, maps.nbytes)
             return maps
 
-        return self.cache.get(key) or self.run(compute)
+        return self.cache.get(key) or self.run(compute, gone=gone)
 
     def infos(self) -> list[ModelInfo]:
         out = []

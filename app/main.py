@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import ctypes
+import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import plotly
 import torch
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from . import errors
-from .hub import ModelHub
+from .hub import ModelHub, StartupError
 from .middleware import BodyLimit, SecurityHeaders
 from .routes import api, pages
-from .schemas import Health
+from .schemas import Health, Jobs
 from .settings import STATIC_DIR, TEMPLATES_DIR, Settings
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -47,7 +49,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         torch.set_num_threads(settings.torch_threads)
         return_large_buffers_to_the_os()
-        app.state.hub = ModelHub(settings.default_model, settings.cache_bytes, settings.torch_threads)
+        try:
+            app.state.hub = ModelHub(settings.default_model, settings.cache_bytes, settings.torch_threads,
+                                     settings.model_dirs)
+        except StartupError as exc:
+            print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
+            raise
         yield
         app.state.hub.close()
 
@@ -66,8 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     templates = Jinja2Templates(directory=TEMPLATES_DIR)
 
     @app.get("/healthz", response_model=Health, tags=["service"], summary="200 once the default model is loaded")
-    def healthz() -> Health:
-        return Health(status="ok")
+    def healthz(request: Request) -> Health:
+        return Health(status="ok", jobs=Jobs(**request.app.state.hub.stats))
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def docs(request: Request) -> HTMLResponse:
@@ -82,6 +89,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon")
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    if settings.cors_origins:  # off unless an explicit allow-list is configured
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+                           allow_headers=["content-type"], allow_credentials=False)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app

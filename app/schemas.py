@@ -208,8 +208,14 @@ class SummaryResponse(BaseModel):
     )
 
 
+class Jobs(BaseModel):
+    queued: int = Field(description="Model jobs waiting or running now.")
+    dropped: int = Field(description="Queued jobs dropped because their client disconnected first.")
+
+
 class Health(BaseModel):
     status: str
+    jobs: Jobs
 
 
 class FieldError(BaseModel):

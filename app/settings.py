@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from model.registry import DEFAULT_MODEL
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"
 STATIC_DIR = ROOT / "static"
@@ -20,7 +22,17 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
-    default_model: str = "minilm"
+    default_model: str = DEFAULT_MODEL
+    model_dirs: dict[str, Path] = Field(
+        default_factory=dict,
+        description='checkpoint directory per model id, as JSON: {"minilm": "/path/to/dir"}; '
+        "default: the files inside the installed package",
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description='origins allowed to call the API from a browser, as JSON: ["http://localhost:3000"]; '
+        "empty (the default) turns CORS off",
+    )
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, description="largest accepted request body")
     max_json_values: int = Field(
         2_500_000,

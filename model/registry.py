@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from .pretrained import PretrainedEncoder, minilm_dir
+from .pretrained import minilm_dir
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,7 @@ class ModelSpec:
     architecture: str
     pairs: bool  # accepts a second segment
     causal: bool
-    load: Callable[[], PretrainedEncoder]
+    locate: Callable[[], Path]  # the checkpoint directory used unless settings name another
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -25,7 +26,7 @@ MODELS: dict[str, ModelSpec] = {
         architecture="bert",
         pairs=True,
         causal=False,
-        load=lambda: PretrainedEncoder.from_dir(minilm_dir()),
+        locate=minilm_dir,
     ),
 }
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
+
+import anyio
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
@@ -38,7 +41,13 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
+def _gone(request: Request) -> Callable[[], bool]:
+    """Asks the event loop, from a worker thread, whether the client has disconnected."""
+    return lambda: anyio.from_thread.run(request.is_disconnected)
+
+
 Hub = Annotated[ModelHub, Depends(_hub)]
+ClientLeft = Annotated[Callable[[], bool], Depends(_gone)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 
 
@@ -128,10 +137,11 @@ def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryR
     ),
     responses=MAPS_ERRORS,
 )
-def attention(req: AttentionRequest, hub: Hub, settings: SettingsDep, encoding: EncodingParam = Encoding.json) -> Response:
+def attention(req: AttentionRequest, hub: Hub, settings: SettingsDep, gone: ClientLeft,
+              encoding: EncodingParam = Encoding.json) -> Response:
     spec, _, encoded, layers, heads = _encode(hub, req)
     _check_json_size(encoding, settings.max_json_values, layers, heads, len(encoded))
-    maps = hub.attention(spec.id, encoded, req.text, req.text_pair)
+    maps = hub.attention(spec.id, encoded, req.text, req.text_pair, gone)
     fields = {"model": spec.id, "tokens": serialize.tokens(encoded.tokens), "layers": layers, "heads": heads}
     return _maps_answer(encoding, AttentionResponse, fields, maps.select(layers, heads))
 
@@ -148,11 +158,11 @@ def attention(req: AttentionRequest, hub: Hub, settings: SettingsDep, encoding: 
     ),
     responses=MAPS_ERRORS,
 )
-def attention_summary(req: SummaryRequest, hub: Hub, settings: SettingsDep,
+def attention_summary(req: SummaryRequest, hub: Hub, settings: SettingsDep, gone: ClientLeft,
                       encoding: EncodingParam = Encoding.json) -> Response:
     spec, _, encoded, layers, heads = _encode(hub, req)
     _check_json_size(encoding, settings.max_json_values, layers, heads, min(len(encoded), req.size))
-    maps = hub.attention(spec.id, encoded, req.text, req.text_pair)
+    maps = hub.attention(spec.id, encoded, req.text, req.text_pair, gone)
     blocks, bins = maps.pooled(layers, heads, req.size)
     fields = {"model": spec.id, "tokens": serialize.tokens(encoded.tokens), "layers": layers, "heads": heads,
               "size": blocks[0].shape[-1], "bins": bins}
@@ -173,7 +183,7 @@ def attention_summary(req: SummaryRequest, hub: Hub, settings: SettingsDep,
         413: _error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
     },
 )
-def trace(req: TraceRequest, hub: Hub, settings: SettingsDep) -> Response:
+def trace(req: TraceRequest, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
     spec, model = hub.get(req.model)
     if req.text_pair is not None and not spec.pairs:
         raise ApiError(422, f"Model {spec.id!r} takes one text; remove text_pair.")
@@ -186,7 +196,7 @@ def trace(req: TraceRequest, hub: Hub, settings: SettingsDep) -> Response:
         6 * n * cfg.d_model + 4 * h * n * cfg.d_head + 4 * h * n * n, settings.max_json_values,
         f"{h} heads at {n} tokens", "trace one head at a time or send a shorter text",
     )
-    steps = hub.run(model.trace_layer, encoded, layer, heads)
+    steps = hub.run(model.trace_layer, encoded, layer, heads, gone=gone)
     body = TraceResponse(
         model=spec.id, tokens=serialize.tokens(encoded.tokens), layer=layer,
         d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_head, heads=heads,

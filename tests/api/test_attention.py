@@ -8,6 +8,7 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
+from app.hub import StartupError
 from app.main import create_app
 from app.settings import Settings
 from model.pretrained import minilm_dir
@@ -28,7 +29,7 @@ def test_models(client):
 
 
 def test_healthz(client):
-    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/healthz").json() == {"status": "ok", "jobs": {"queued": 0, "dropped": 0}}
 
 
 def test_full_answer_shape_rows_and_tokens(client):
@@ -170,7 +171,7 @@ def test_json_cap_is_413_and_says_what_to_do():
 
 
 def test_unknown_default_model_refuses_to_start():
-    with pytest.raises(ValueError, match="ATTNSCOPE_DEFAULT_MODEL='nope'.*minilm"):
+    with pytest.raises(StartupError, match="ATTNSCOPE_DEFAULT_MODEL='nope'.*minilm"):
         with TestClient(create_app(Settings(default_model="nope"))):
             pass
 

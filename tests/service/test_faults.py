@@ -1,0 +1,134 @@
+"""Faults: bad checkpoints and settings refuse to start; clients that leave; SIGTERM."""
+
+import json
+import shutil
+import signal
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from model.pretrained import minilm_dir
+from tests.live import LiveServer
+
+WORDS = "the city river school music light house water story world night field".split()
+
+
+def long_text(seed: int, n_tokens: int = 510) -> str:
+    return " ".join(WORDS[(seed * 7 + i * 5) % len(WORDS)] for i in range(n_tokens - 2)) + f" {seed}"
+
+
+def refuses_to_start(tmp_path, **env) -> str:
+    server = LiveServer(tmp_path / "server.log", **env)
+    code = server.spawn().wait(60)
+    assert code != 0
+    return server.output()
+
+
+def broken_checkpoint(tmp_path, change) -> str:
+    d = tmp_path / "minilm"
+    shutil.copytree(minilm_dir(), d, ignore=shutil.ignore_patterns("1_Pooling", "*.md"))
+    change(d)
+    return json.dumps({"minilm": str(d)})
+
+
+def test_corrupt_weights_name_the_file(tmp_path):
+    dirs = broken_checkpoint(tmp_path, lambda d: (d / "model.safetensors").write_bytes(b"\x00" * 100))
+    out = refuses_to_start(tmp_path, ATTNSCOPE_MODEL_DIRS=dirs)
+    assert f"attnscope cannot start: cannot read weights {tmp_path / 'minilm' / 'model.safetensors'}" in out
+
+
+def test_truncated_weights_name_the_file(tmp_path):
+    def truncate(d):
+        data = (d / "model.safetensors").read_bytes()
+        (d / "model.safetensors").write_bytes(data[: len(data) // 2])
+
+    out = refuses_to_start(tmp_path, ATTNSCOPE_MODEL_DIRS=broken_checkpoint(tmp_path, truncate))
+    assert "attnscope cannot start" in out and "model.safetensors" in out
+
+
+def test_missing_file_is_named(tmp_path):
+    dirs = broken_checkpoint(tmp_path, lambda d: (d / "tokenizer.json").unlink())
+    out = refuses_to_start(tmp_path, ATTNSCOPE_MODEL_DIRS=dirs)
+    assert f"missing checkpoint file {tmp_path / 'minilm' / 'tokenizer.json'}" in out
+
+
+def test_unknown_default_model_names_the_setting(tmp_path):
+    out = refuses_to_start(tmp_path, ATTNSCOPE_DEFAULT_MODEL="gpt-9")
+    assert "ATTNSCOPE_DEFAULT_MODEL='gpt-9' is not a known model; known: minilm" in out
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with LiveServer(tmp_path_factory.mktemp("live") / "server.log") as s:
+        yield s
+
+
+def send_and_leave(base: str, body: dict) -> None:
+    """Send a whole request, then close the connection without reading the answer."""
+    port = int(base.rsplit(":", 1)[1])
+    payload = json.dumps(body).encode()
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(
+            b"POST /api/v1/attention?encoding=u16 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+        )
+
+
+def busy_then_leave(client: httpx.Client, base: str, seed: int, leavers: int = 6) -> None:
+    """One client keeps the worker busy with a long input while others queue theirs and leave."""
+    busy = threading.Thread(target=client.post, args=("/api/v1/attention?encoding=u16",),
+                            kwargs={"json": {"text": long_text(1000 + seed)}})
+    busy.start()
+    time.sleep(0.05)
+    for i in range(leavers):
+        send_and_leave(base, {"text": long_text(seed * 10 + i)})
+    busy.join()
+
+
+def idle_jobs(client: httpx.Client) -> dict:
+    deadline = time.monotonic() + 30
+    while (jobs := client.get("/healthz").json()["jobs"])["queued"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return jobs
+
+
+def test_queued_work_of_clients_that_left_is_dropped(server):
+    client = httpx.Client(base_url=server.base, timeout=60)
+    busy_then_leave(client, server.base, seed=0)  # warm-up: the cache fills, allocations settle
+    before = idle_jobs(client)["dropped"]
+    rss_warm = server.rss_mb()
+    for seed in range(1, 4):
+        busy_then_leave(client, server.base, seed)
+    jobs = idle_jobs(client)
+    assert jobs["queued"] == 0
+    assert jobs["dropped"] - before >= 6  # of 18 that left while queued; none was computed for nobody
+    r = client.post("/api/v1/attention", json={"text": "still answering", "layers": [0], "heads": [0]})
+    assert r.status_code == 200
+    assert server.rss_mb() <= rss_warm * 1.1  # flat: nothing kept for the clients that left
+    assert "Traceback" not in server.output()
+
+
+def test_sigterm_finishes_in_flight_requests_and_exits_cleanly(tmp_path):
+    server = LiveServer(tmp_path / "server.log").start()
+    results = []
+
+    def call(i):
+        with httpx.Client(base_url=server.base, timeout=60) as c:
+            results.append(c.post("/api/v1/attention?encoding=u16", json={"text": long_text(500 + i)}).status_code)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)  # the requests are in flight
+    server.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join()
+    assert results == [200, 200, 200]
+    # uvicorn shuts down gracefully, then re-raises the signal so the exit status reports it
+    assert server.proc.wait(30) in (0, -signal.SIGTERM)
+    out = server.output()
+    assert "Application shutdown complete" in out and "Finished server process" in out
+    assert "Traceback" not in out
