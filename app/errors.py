@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
 
 from model.tokenizer import TooManyTokens
 
@@ -67,7 +68,16 @@ async def client_gone(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
 
 
+async def http_error(request: Request, exc: HTTPException) -> Response:
+    """Starlette's own errors (unknown path, wrong method, unreadable body) in the same format."""
+    detail = str(exc.detail)
+    if exc.status_code == 400 and "parsing the body" in detail:
+        detail = "The request body could not be read; send a JSON object encoded in UTF-8."
+    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(ClientGone, client_gone)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(ApiError, api_error)

@@ -58,7 +58,11 @@ def _error(description: str) -> dict:
 router = APIRouter(
     prefix="/api/v1",
     tags=["attention"],
-    responses={422: _error("A field is invalid; `detail` says which and what to send instead.")},
+    responses={
+        400: _error("The body could not be read as UTF-8."),
+        413: _error("The request body is over the server's limit (ATTNSCOPE_MAX_BODY_BYTES, default 2 MB)."),
+        422: _error("A field is invalid; `detail` says which and what to send instead."),
+    },
 )
 
 
