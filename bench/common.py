@@ -10,6 +10,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,13 +65,15 @@ class Server:
     def start(self) -> float:
         """Starts the server; returns seconds from spawn to the first 200 from /healthz."""
         t0 = time.perf_counter()
+        self.log = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would stall the server
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
-            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
+                self.log.seek(0)
+                raise RuntimeError(f"server exited: {self.log.read().decode()[-2000:]}")
             try:
                 status, _ = self.request("GET", "/healthz")
                 if status == 200:
