@@ -10,6 +10,13 @@ import uvicorn
 from .settings import Settings
 
 
+def bind_warning(host: str) -> str | None:
+    """A warning when the address exposes the server beyond this machine."""
+    if host in ("0.0.0.0", "::", ""):
+        return f"warning: binding {host or 'all interfaces'} exposes attnscope to every network this machine is on"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     parser = argparse.ArgumentParser(prog="attnscope", description="See what attention does inside a transformer.")
@@ -20,8 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "serve":
-        if args.host in ("0.0.0.0", "::"):
-            print(f"warning: binding {args.host} exposes attnscope to every network interface", file=sys.stderr)
+        warning = bind_warning(args.host)
+        if warning:
+            print(warning, file=sys.stderr)
         print(f"attnscope: serving on http://{args.host}:{args.port}", file=sys.stderr)
         uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info")
     return 0

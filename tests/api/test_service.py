@@ -44,3 +44,43 @@ def test_openapi_documents_the_contract(client):
     (encoding,) = [p for p in post["parameters"] if p["name"] == "encoding"]
     assert "json" in spec["components"]["schemas"]["Encoding"]["enum"]
     assert encoding["in"] == "query"
+
+
+def test_cors_is_off_by_default(client):
+    r = client.options("/api/v1/attention", headers={"Origin": "http://evil.example",
+                                                     "Access-Control-Request-Method": "POST"})
+    assert "access-control-allow-origin" not in r.headers
+    r = client.post("/api/v1/toy", json={}, headers={"Origin": "http://evil.example"})
+    assert "access-control-allow-origin" not in r.headers
+
+
+def test_cors_allows_only_the_configured_origins():
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    with TestClient(create_app(Settings(cors_origins=["http://127.0.0.1:3000"]))) as c:
+        ok = c.options("/api/v1/toy", headers={"Origin": "http://127.0.0.1:3000", "Access-Control-Request-Method": "POST"})
+        assert ok.headers["access-control-allow-origin"] == "http://127.0.0.1:3000"
+        assert "access-control-allow-credentials" not in ok.headers
+        bad = c.post("/api/v1/toy", json={}, headers={"Origin": "http://evil.example"})
+        assert "access-control-allow-origin" not in bad.headers
+
+
+def test_binds_loopback_by_default_and_warns_for_all_interfaces(monkeypatch):
+    from app.cli import bind_warning
+    from app.settings import Settings
+
+    monkeypatch.delenv("ATTNSCOPE_HOST", raising=False)
+    assert Settings().host == "127.0.0.1"
+    assert bind_warning("127.0.0.1") is None
+    assert "every network" in bind_warning("0.0.0.0")
+    assert "every network" in bind_warning("::")
+
+
+def test_every_answer_has_nosniff_and_referrer_policy(client):
+    for r in (client.get("/api/v1/models"), client.get("/static/css/app.css"), client.get("/nope"),
+              client.post("/api/v1/attention", json={"text": " "})):
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["referrer-policy"] == "no-referrer"
