@@ -56,24 +56,34 @@ class TextMaker:
 
 
 class Server:
-    """`attnscope serve` in a subprocess on a free loopback port, ready when /healthz answers."""
+    """`attnscope serve` in a subprocess on a free loopback port (used by benchmarks and tests)."""
+
+    STARTUP_TIMEOUT_S = 60
 
     def __init__(self, **env: str) -> None:
         self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "ATTNSCOPE_TORCH_THREADS": str(THREADS), **env}
+        self.proc: subprocess.Popen | None = None
 
-    def start(self) -> float:
-        """Starts the server; returns seconds from spawn to the first 200 from /healthz."""
-        t0 = time.perf_counter()
+    def spawn(self) -> subprocess.Popen:
         self.log = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would stall the server
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
+        return self.proc
+
+    def start(self) -> float:
+        """Starts the server; returns seconds from spawn to the first 200 from /healthz."""
+        t0 = time.perf_counter()
+        self.spawn()
         while True:
             if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"server exited: {self.log.read().decode()[-2000:]}")
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()[-3000:]}")
+            if time.perf_counter() - t0 > self.STARTUP_TIMEOUT_S:
+                self.stop()
+                raise RuntimeError(f"server not ready after {self.STARTUP_TIMEOUT_S} s:\n{self.output()[-3000:]}")
             try:
                 status, _ = self.request("GET", "/healthz")
                 if status == 200:
@@ -81,20 +91,26 @@ class Server:
             except OSError:
                 time.sleep(0.01)
 
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
     def __enter__(self) -> "Server":
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        self.stop()
 
     def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)

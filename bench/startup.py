@@ -32,7 +32,7 @@ def ours() -> tuple[float, float]:
         assert status == 200
         return health, time.perf_counter() - t0
     finally:
-        server.__exit__(None, None, None)
+        server.stop()
 
 
 def run() -> str:

@@ -7,7 +7,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.live import LiveServer
+from bench.common import Server
 
 JSON = {"content-type": "application/json"}
 UNICODE = {
@@ -78,7 +78,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with LiveServer(tmp_path_factory.mktemp("bad") / "server.log") as s:
+    with Server() as s:
         yield s
 
 

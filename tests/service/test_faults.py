@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from model.pretrained import minilm_dir
-from tests.live import LiveServer
+from bench.common import Server
 
 WORDS = "the city river school music light house water story world night field".split()
 
@@ -21,7 +21,7 @@ def long_text(seed: int, n_tokens: int = 510) -> str:
 
 
 def refuses_to_start(tmp_path, **env) -> str:
-    server = LiveServer(tmp_path / "server.log", **env)
+    server = Server(**env)
     code = server.spawn().wait(60)
     assert code != 0
     return server.output()
@@ -62,7 +62,7 @@ def test_unknown_default_model_names_the_setting(tmp_path):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with LiveServer(tmp_path_factory.mktemp("live") / "server.log") as s:
+    with Server() as s:
         yield s
 
 
@@ -112,7 +112,8 @@ def test_queued_work_of_clients_that_left_is_dropped(server):
 
 
 def test_sigterm_finishes_in_flight_requests_and_exits_cleanly(tmp_path):
-    server = LiveServer(tmp_path / "server.log").start()
+    server = Server()
+    server.start()
     results = []
 
     def call(i):

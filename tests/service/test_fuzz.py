@@ -14,7 +14,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import CHECKS, positive_data_acceptance
 
 from app.main import create_app
-from tests.live import LiveServer
+from bench.common import Server
 
 EXAMPLES_PER_OPERATION = 100
 FUZZ_CHECKS = [check for check in CHECKS.get_all() if check is not positive_data_acceptance]
@@ -22,7 +22,7 @@ FUZZ_CHECKS = [check for check in CHECKS.get_all() if check is not positive_data
 
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory):
-    with LiveServer(tmp_path_factory.mktemp("fuzz") / "server.log") as server:
+    with Server() as server:
         yield server
 
 
