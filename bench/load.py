@@ -11,6 +11,7 @@ import hashlib
 import random
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
@@ -86,7 +87,9 @@ async def _run(server: Server, clients: int, seconds: float, warmup: float) -> L
 
 
 def run_load(server: Server, clients: int = 32, seconds: float = 30, warmup: float | None = None) -> LoadResult:
-    return asyncio.run(_run(server, clients, seconds, seconds * 0.25 if warmup is None else warmup))
+    coro = _run(server, clients, seconds, seconds * 0.25 if warmup is None else warmup)
+    with ThreadPoolExecutor(1) as own_loop:  # a thread of its own: the caller may be inside an event loop
+        return own_loop.submit(asyncio.run, coro).result()
 
 
 def run() -> str:
