@@ -68,3 +68,34 @@ export function getAttention({ text, text_pair = null, model = null, layers = nu
     body: JSON.stringify({ text, text_pair, model, layers, heads }),
   });
 }
+
+/**
+ * POST /api/v1/trace: every step of one layer's attention, for one head (or all: head null).
+ * @param {{text: string, text_pair?: string|null, model?: string|null, layer: number, head?: number|null}} request
+ * @returns {Promise<{model: string, tokens: Array<{text: string, start: number|null, end: number|null,
+ *   special: boolean, segment: number}>, layer: number, d_model: number, n_heads: number, d_head: number,
+ *   heads: number[], scale: number, steps: object}>} per-head steps are indexed like `heads`
+ */
+export function getTrace({ text, text_pair = null, model = null, layer, head = null }) {
+  return requestJson('/api/v1/trace', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ text, text_pair, model, layer, head }),
+  });
+}
+
+/**
+ * POST /api/v1/toy: the worked example ({}), or small hand-made queries/keys/values/weights.
+ * @param {{queries?: unknown[][], keys?: unknown[][], values?: unknown[][], n_heads?: unknown,
+ *          weights?: {q?: unknown[][], k?: unknown[][], v?: unknown[][], o?: unknown[][]},
+ *          causal?: boolean}} body sent as given: the server says what is wrong with it
+ * @returns {Promise<{d_model: number, n_heads: number, d_head: number, scale: number, steps: object}>}
+ *   steps as in /trace (all heads), except steps.input = {q, k, v}
+ */
+export function getToy(body = {}) {
+  return requestJson('/api/v1/toy', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}

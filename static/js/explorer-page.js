@@ -25,6 +25,14 @@ const els = {
   layer: $('layer-select'),
   head: $('head-select'),
   heatmap: $('heatmap'),
+  steps: {
+    text: $('steps-text'),
+    pair: $('steps-pair'),
+    model: $('steps-model'),
+    layer: $('steps-layer'),
+    head: $('steps-head'),
+    button: $('steps-button'),
+  },
 };
 
 // ---- URL <-> state -------------------------------------------------------
@@ -121,6 +129,19 @@ function drawResult(result) {
   fillIndices(els.head, result.heads);
 }
 
+/** Point the "Step through this head" form at /steps for this sentence, layer and head. */
+function linkSteps(state, layer, head) {
+  const { steps } = els;
+  steps.text.value = state.text;
+  steps.pair.value = state.pair ?? '';
+  steps.pair.disabled = state.pair === null; // a disabled input is not sent
+  steps.model.value = state.model ?? '';
+  steps.model.disabled = state.model === null;
+  steps.layer.value = String(layer);
+  steps.head.value = String(head);
+  steps.button.title = `Every step of layer ${layer}, head ${head}, with the real numbers`;
+}
+
 function drawHead(result, layer, head) {
   const row = result.layers.indexOf(layer);
   const col = result.heads.indexOf(head);
@@ -180,6 +201,7 @@ async function render(state) {
   if (!shown || shown.key !== key) drawResult(result);
   shown = { key, state: fixed };
   drawHead(result, layer, head);
+  linkSteps(fixed, layer, head);
   showStatus(els.status, summary(result));
   document.title = `attnscope · ${state.text.trim().slice(0, 60)}`;
 }

@@ -1,12 +1,7 @@
-// The large heatmap of the selected head. The only Plotly caller on the page.
-const CONFIG = {
-  displaylogo: false,
-  showSendToCloud: false, // plotly.js 4 would offer to upload the chart to Plotly Cloud
-  plotlyServerURL: '',
-  responsive: true,
-  modeBarButtonsToRemove: ['select2d', 'lasso2d', 'autoScale2d'],
-  toImageButtonOptions: { filename: 'attnscope-head', scale: 2 },
-};
+// The large heatmap of the selected head. The only Plotly caller on the explorer page.
+import { plotConfig } from './plot.js';
+
+const CONFIG = plotConfig({ filename: 'attnscope-head' });
 
 /** Draw (or update in place) a figure from figures/heatmap.js into gd. */
 export function renderHeatmap(gd, figure) {

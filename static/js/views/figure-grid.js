@@ -1,0 +1,52 @@
+// Lays out a grid of figures and operators (a spec from figures/steps.js) and draws
+// each figure with Plotly. Each plot lives in <div class="plot" id="plot-KEY"
+// data-matrix="KEY">, so a test can read its numbers (gd.data[0].z).
+import { releaseFigure, renderFigure } from './plot.js';
+
+function operator(item) {
+  const element = document.createElement('div');
+  element.className = item.small ? 'grid-op grid-op-small' : 'grid-op';
+  element.style.gridArea = item.area;
+  element.textContent = item.text;
+  if (item.id) element.id = item.id;
+  return element;
+}
+
+function panel(item) {
+  const figure = document.createElement('figure');
+  figure.className = 'plot-panel';
+  figure.style.gridArea = item.area;
+  const caption = document.createElement('figcaption');
+  caption.textContent = item.caption;
+  caption.title = item.caption; // shown whole on hover when it is cut
+  const plot = document.createElement('div');
+  plot.className = 'plot';
+  plot.id = `plot-${item.key}`;
+  plot.dataset.matrix = item.key;
+  if (item.figure.layout.width) plot.style.width = `${item.figure.layout.width}px`;
+  plot.style.height = `${item.figure.layout.height}px`;
+  figure.append(caption, plot);
+  return { figure, plot };
+}
+
+/**
+ * Replace the grid's content with the spec's items and draw the figures.
+ * @param {HTMLElement} grid
+ * @param {{columns: string, areas: string[], items: object[]}} spec
+ * @returns {Promise<void>} resolves once every figure is drawn
+ */
+export async function drawGrid(grid, spec) {
+  for (const gd of grid.querySelectorAll('.plot')) releaseFigure(gd);
+  grid.style.gridTemplateColumns = spec.columns;
+  grid.style.gridTemplateAreas = spec.areas.map((row) => `"${row}"`).join(' ');
+  const plots = [];
+  const nodes = spec.items.map((item) => {
+    if (item.type === 'op') return operator(item);
+    const { figure, plot } = panel(item);
+    plots.push([plot, item]);
+    return figure;
+  });
+  grid.replaceChildren(...nodes);
+  // In the document and laid out first, so that Plotly measures the real widths.
+  await Promise.all(plots.map(([plot, item]) => renderFigure(plot, item.figure, { filename: `attnscope-${item.key}`, modeBar: false })));
+}
