@@ -1,6 +1,8 @@
 // Fetch wrappers for the attnscope REST API (/api/v1). Every non-2xx answer
 // becomes an ApiError whose message is the server's `detail`.
 
+import { decodeU16 } from './compact.js';
+
 export class ApiError extends Error {
   /**
    * @param {number} status HTTP status, or 0 when the server could not be reached
@@ -24,27 +26,48 @@ function detailOf(body, response) {
   return `The server answered ${response.status} ${response.statusText}`.trim() + '.';
 }
 
-async function requestJson(path, init = {}) {
+/** fetch, with every failure (network or non-2xx) turned into an ApiError carrying the server's detail. */
+async function send(path, init = {}, accept = 'application/json') {
   let response;
   try {
-    response = await fetch(path, {
-      ...init,
-      headers: { Accept: 'application/json', ...(init.headers || {}) },
-    });
+    response = await fetch(path, { ...init, headers: { Accept: accept, ...(init.headers || {}) } });
   } catch (error) {
     if (error && error.name === 'AbortError') throw error;
     throw new ApiError(0, 'Could not reach the attnscope server. Is it still running?');
   }
-  const raw = await response.text();
-  let body = null;
-  try {
-    body = raw ? JSON.parse(raw) : null;
-  } catch {
-    body = null;
+  if (!response.ok) {
+    const body = await parseJson(response);
+    throw new ApiError(response.status, detailOf(body, response), body);
   }
-  if (!response.ok) throw new ApiError(response.status, detailOf(body, response), body);
+  return response;
+}
+
+async function parseJson(response) {
+  const raw = await response.text();
+  try {
+    return raw ? JSON.parse(raw) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function requestJson(path, init = {}) {
+  const response = await send(path, init);
+  const body = await parseJson(response);
   if (body === null) throw new ApiError(response.status, 'The server sent an answer that is not JSON.');
   return body;
+}
+
+const postJson = (body) => ({
+  method: 'POST',
+  headers: { 'Content-Type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+/** POST a request to a maps route with ?encoding=u16 and decode the binary answer. */
+async function requestCompact(path, body) {
+  const response = await send(`${path}?encoding=u16`, postJson(body), 'application/octet-stream');
+  return decodeU16(await response.arrayBuffer());
 }
 
 /** GET /api/v1/models -> the list of models ({id, name, n_layers, n_heads, ..., default}). */
@@ -62,11 +85,24 @@ export async function getModels() {
  *   attention: number[][][][]}>} attention is (layer, head, query, key)
  */
 export function getAttention({ text, text_pair = null, model = null, layers = null, heads = null }) {
-  return requestJson('/api/v1/attention', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ text, text_pair, model, layers, heads }),
-  });
+  return requestJson('/api/v1/attention', postJson({ text, text_pair, model, layers, heads }));
+}
+
+/**
+ * POST /api/v1/attention?encoding=u16: the same maps in two bytes a weight (error at most 7.7e-6).
+ * @returns {Promise<{header: object, maps: Float32Array[][]}>} header holds tokens, layers, heads, shape
+ */
+export function getAttentionCompact({ text, text_pair = null, model = null, layers = null, heads = null }) {
+  return requestCompact('/api/v1/attention', { text, text_pair, model, layers, heads });
+}
+
+/**
+ * POST /api/v1/attention/summary?encoding=u16: every map max-pooled to at most size x size, for
+ * overviews (display summaries: rows no longer sum to 1; header.bins gives each cell's token range).
+ * @returns {Promise<{header: object, maps: Float32Array[][]}>}
+ */
+export function getSummaryCompact({ text, text_pair = null, model = null, size = 64 }) {
+  return requestCompact('/api/v1/attention/summary', { text, text_pair, model, size });
 }
 
 /**
@@ -77,11 +113,7 @@ export function getAttention({ text, text_pair = null, model = null, layers = nu
  *   heads: number[], scale: number, steps: object}>} per-head steps are indexed like `heads`
  */
 export function getTrace({ text, text_pair = null, model = null, layer, head = null }) {
-  return requestJson('/api/v1/trace', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ text, text_pair, model, layer, head }),
-  });
+  return requestJson('/api/v1/trace', postJson({ text, text_pair, model, layer, head }));
 }
 
 /**
@@ -93,9 +125,5 @@ export function getTrace({ text, text_pair = null, model = null, layer, head = n
  *   steps as in /trace (all heads), except steps.input = {q, k, v}
  */
 export function getToy(body = {}) {
-  return requestJson('/api/v1/toy', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  });
+  return requestJson('/api/v1/toy', postJson(body));
 }

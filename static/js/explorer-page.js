@@ -2,7 +2,10 @@
 // and one head large. All state lives in the URL:
 //   /?text=…&pair=…&model=…&layer=…&head=…
 // User actions push history entries; popstate re-renders from the URL.
-import { getAttention, getModels } from './api.js';
+// Only what is on screen is downloaded: the grid from max-pooled summaries (at most 64 x 64 a head),
+// the selected head at full resolution, both in the compact u16 encoding.
+import { getAttentionCompact, getModels, getSummaryCompact } from './api.js';
+import { toRows } from './compact.js';
 import { attentionHeatmapFigure } from './figures/heatmap.js';
 import { fillIndices, fillModels } from './views/controls.js';
 import { renderHeatmap } from './views/heatmap.js';
@@ -69,25 +72,29 @@ function urlFromState(state) {
 
 const currentUrl = () => window.location.pathname + window.location.search;
 
-// ---- attention results: the last good response, and the request in flight ----
+// ---- data: a sentence's overview (pooled maps) and single heads at full resolution ----
 
-let cached = { key: null, result: null }; // changing the head reuses it; so does an error that follows it
+let cached = { key: null, result: null }; // the last good overview; head changes and errors keep it
 let pending = { key: null, promise: null };
+const heads = new Map(); // `${key}|${layer}|${head}` -> rows of the full map; the most recent HEADS_KEPT
+const HEADS_KEPT = 24;
 
 function requestKey(state) {
   return JSON.stringify([state.text, state.pair, state.model]);
 }
 
-/** Fetch the /attention response for the state's sentence (sharing a request already in flight). */
-function fetchAttention(state) {
+const sentence = (state) => ({ text: state.text, text_pair: state.pair, model: state.model });
+
+/** The overview of the state's sentence: tokens and every head's pooled map (shares a request in flight). */
+function fetchOverview(state) {
   const key = requestKey(state);
   if (pending.key !== key) {
-    const promise = getAttention({ text: state.text, text_pair: state.pair, model: state.model }).then(
-      (result) => {
-        cached = { key, result };
-        return result;
-      },
-    );
+    const promise = getSummaryCompact(sentence(state)).then(({ header, maps }) => {
+      const side = header.shape[2];
+      const result = { ...header, attention: maps.map((row) => row.map((flat) => toRows(flat, side, side))) };
+      cached = { key, result };
+      return result;
+    });
     const clear = () => {
       if (pending.promise === promise) pending = { key: null, promise: null };
     };
@@ -95,6 +102,18 @@ function fetchAttention(state) {
     pending = { key, promise };
   }
   return pending.promise;
+}
+
+/** One head's full map as rows (query, key), from the page's own cache when it was seen before. */
+async function fetchHead(state, layer, head) {
+  const id = `${requestKey(state)}|${layer}|${head}`;
+  if (!heads.has(id)) {
+    const { header, maps } = await getAttentionCompact({ ...sentence(state), layers: [layer], heads: [head] });
+    const n = header.shape[2];
+    heads.set(id, toRows(maps[0][0], n, n));
+    if (heads.size > HEADS_KEPT) heads.delete(heads.keys().next().value);
+  }
+  return heads.get(id);
 }
 
 // ---- rendering -----------------------------------------------------------
@@ -142,23 +161,23 @@ function linkSteps(state, layer, head) {
   steps.button.title = `Every step of layer ${layer}, head ${head}, with the real numbers`;
 }
 
-function drawHead(result, layer, head) {
-  const row = result.layers.indexOf(layer);
-  const col = result.heads.indexOf(head);
-  overview.select(layer, head);
-  els.layer.value = String(layer);
-  els.head.value = String(head);
-  const figure = attentionHeatmapFigure({
-    tokens: result.tokens,
-    matrix: result.attention[row][col],
-    layer,
-    head,
-    size: els.heatmap.clientWidth,
-  });
+function drawHead(result, layer, head, matrix) {
+  const figure = attentionHeatmapFigure({ tokens: result.tokens, matrix, layer, head, size: els.heatmap.clientWidth });
   renderHeatmap(els.heatmap, figure);
 }
 
-/** Render the view for a state (from the URL). Fetches only when the sentence changed. */
+function selectInGrid(layer, head) {
+  overview.select(layer, head);
+  els.layer.value = String(layer);
+  els.head.value = String(head);
+}
+
+function showError(error) {
+  setLoading({ indicator: els.loading, region: els.results }, false);
+  showStatus(els.status, error.message || String(error), 'error'); // the last good result stays
+}
+
+/** Render the view for a state (from the URL). Fetches the overview only when the sentence changed. */
 async function render(state) {
   const seq = ++renderSeq;
   writeForm(state);
@@ -179,15 +198,12 @@ async function render(state) {
     setLoading({ indicator: els.loading, region: els.results }, true);
     showStatus(els.status, '');
     try {
-      result = await fetchAttention(state);
+      result = await fetchOverview(state);
     } catch (error) {
-      if (seq !== renderSeq) return;
-      setLoading({ indicator: els.loading, region: els.results }, false);
-      showStatus(els.status, error.message || String(error), 'error'); // the last good result stays
+      if (seq === renderSeq) showError(error);
       return;
     }
     if (seq !== renderSeq) return;
-    setLoading({ indicator: els.loading, region: els.results }, false);
   }
 
   // An index the model does not have falls back to the first layer/head.
@@ -200,10 +216,21 @@ async function render(state) {
   els.results.hidden = false; // before Plotly measures the container
   if (!shown || shown.key !== key) drawResult(result);
   shown = { key, state: fixed };
-  drawHead(result, layer, head);
+  selectInGrid(layer, head);
   linkSteps(fixed, layer, head);
-  showStatus(els.status, summary(result));
   document.title = `attnscope · ${state.text.trim().slice(0, 60)}`;
+
+  let matrix;
+  try {
+    matrix = await fetchHead(fixed, layer, head);
+  } catch (error) {
+    if (seq === renderSeq) showError(error);
+    return;
+  }
+  if (seq !== renderSeq) return;
+  setLoading({ indicator: els.loading, region: els.results }, false);
+  drawHead(result, layer, head, matrix);
+  showStatus(els.status, summary(result));
 }
 
 /** Push a new history entry (unless the URL is unchanged) and render it. */

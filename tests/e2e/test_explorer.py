@@ -26,6 +26,10 @@ def reference(api, text: str, pair: str | None = None) -> dict:
     return response.json()
 
 
+# The page downloads maps in the compact u16 encoding: weights are exact to 7.7e-6 (README).
+COMPACT = 7.7e-6
+
+
 def max_abs_diff(a: list[list[float]], b: list[list[float]]) -> float:
     assert len(a) == len(b) and all(len(ra) == len(rb) for ra, rb in zip(a, b)), "shapes differ"
     return max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
@@ -79,7 +83,7 @@ def test_link_renders_grid_and_selected_head(page: Page, api, browser_log):
     expect_head(page, 2, 5)
     expect(page.locator("#overview button.thumb[aria-pressed=true]")).to_have_count(1)
 
-    assert max_abs_diff(drawn_z(page), expected["attention"][2][5]) <= 1e-6
+    assert max_abs_diff(drawn_z(page), expected["attention"][2][5]) <= COMPACT
     figure = page.evaluate(
         """() => { const gd = document.getElementById('heatmap');
                    return {type: gd.data[0].type, x: gd.layout.xaxis.tickvals, y: gd.layout.yaxis.tickvals}; }"""
@@ -104,10 +108,12 @@ def test_link_renders_grid_and_selected_head(page: Page, api, browser_log):
         abs(pixels["data"][4 * (q * n + k) + c] - blues(matrix[q][k] / peak)[c]) for q in range(n) for k in range(n) for c in range(3)
     )
     assert worst <= 1
+    # Only what is on screen: the grid's summaries and the selected head, one request each.
+    assert browser_log.api_posts("/api/v1/attention/summary") == 1
     assert browser_log.api_posts() == 1
 
 
-def test_clicking_a_thumbnail_selects_that_head_without_refetching(page: Page, api, browser_log):
+def test_clicking_a_thumbnail_fetches_only_that_head(page: Page, api, browser_log):
     expected = reference(api, SENTENCE)
     page.goto(f"/?text={SENTENCE}&layer=2&head=5")
     expect_head(page, 2, 5)
@@ -116,18 +122,20 @@ def test_clicking_a_thumbnail_selects_that_head_without_refetching(page: Page, a
 
     expect_head(page, 4, 7)
     expect(page.locator("#overview button.thumb[aria-pressed=true]")).to_have_count(1)
-    assert max_abs_diff(drawn_z(page), expected["attention"][4][7]) <= 1e-6
+    assert max_abs_diff(drawn_z(page), expected["attention"][4][7]) <= COMPACT
     assert max_abs_diff(drawn_z(page), expected["attention"][2][5]) > 1e-3  # the control: heads differ
     assert query(page)["layer"] == ["4"] and query(page)["head"] == ["7"]
     assert query(page)["text"] == [SENTENCE]
     expect(page.locator("#layer-select")).to_have_value("4")
     expect(page.locator("#head-select")).to_have_value("7")
-    assert browser_log.api_posts() == 1  # the head changed; the cached response was reused
+    assert browser_log.api_posts("/api/v1/attention/summary") == 1  # the grid was not fetched again
+    assert browser_log.api_posts() == 2  # one more request: the new head at full resolution
 
-    # Back returns to the previous head.
+    # Back returns to the previous head, which the page still has.
     page.go_back()
     expect_head(page, 2, 5)
-    assert max_abs_diff(drawn_z(page), expected["attention"][2][5]) <= 1e-6
+    assert max_abs_diff(drawn_z(page), expected["attention"][2][5]) <= COMPACT
+    assert browser_log.api_posts() == 2
 
     # The keyboard: the grid is one tab stop (the selected map); arrows move, Enter selects.
     expect(page.locator("#overview button.thumb[tabindex='0']")).to_have_count(1)
@@ -136,8 +144,8 @@ def test_clicking_a_thumbnail_selects_that_head_without_refetching(page: Page, a
     page.keyboard.press("ArrowRight")
     page.keyboard.press("Enter")
     expect_head(page, 3, 6)
-    assert max_abs_diff(drawn_z(page), expected["attention"][3][6]) <= 1e-6
-    assert browser_log.api_posts() == 1
+    assert max_abs_diff(drawn_z(page), expected["attention"][3][6]) <= COMPACT
+    assert browser_log.api_posts("/api/v1/attention/summary") == 1
 
 
 def test_new_sentence_then_back(page: Page, api):
@@ -206,7 +214,7 @@ def test_markup_in_the_sentence_is_shown_as_text(page: Page, api):
     assert page.locator("#heatmap .hoverlayer a").count() == 0
     expect(page.locator("#heatmap .modebar-btn")).not_to_have_count(0)
     expect(page.locator("#heatmap [data-title^='Share']")).to_have_count(0)  # nothing is uploaded anywhere
-    assert max_abs_diff(drawn_z(page), expected["attention"][0][0]) <= 1e-6
+    assert max_abs_diff(drawn_z(page), expected["attention"][0][0]) <= COMPACT
 
 
 def test_plotly_labels_are_escaped_and_the_check_can_fail(page: Page, live_server):
@@ -270,18 +278,18 @@ def test_too_many_tokens_keeps_the_last_good_result(page: Page, api, browser_log
     expect_head(page, 3, 1)
     expect(page.locator("#overview button.thumb")).to_have_count(72)
     assert any(m.startswith("Failed to load resource") and "413" in m for m in browser_log.console_errors)
-    assert browser_log.api_posts() == 2
+    assert browser_log.api_posts("/api/v1/attention/summary") == 2  # the good one, then the refused one
 
-    # The maps on screen stay usable: another head of the last good sentence, without a request.
+    # The maps on screen stay usable: another head of the last good sentence, without a new overview.
     page.get_by_role("button", name="layer 0 head 1", exact=True).click()
     expect_head(page, 0, 1)
     assert query(page)["text"] == [SENTENCE]
-    assert browser_log.api_posts() == 2
+    assert browser_log.api_posts("/api/v1/attention/summary") == 2
 
 
 def test_invalid_layer_and_head_in_the_link_fall_back_to_zero(page: Page, api):
     expected = reference(api, SENTENCE)
     page.goto(f"/?text={SENTENCE}&layer=99&head=-1")
     expect_head(page, 0, 0)
-    assert max_abs_diff(drawn_z(page), expected["attention"][0][0]) <= 1e-6
+    assert max_abs_diff(drawn_z(page), expected["attention"][0][0]) <= COMPACT
     expect(page).to_have_url(re.compile(r"layer=0&head=0$"))
