@@ -12,6 +12,7 @@ import { renderHeatmap } from './views/heatmap.js';
 import { createOverview } from './views/overview.js';
 import { setLoading, showStatus } from './views/status.js';
 import { renderTokens } from './views/tokens.js';
+import { indexParam } from './url.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -39,11 +40,6 @@ const els = {
 };
 
 // ---- URL <-> state -------------------------------------------------------
-
-/** A non-negative integer from the URL, or 0 (checked against the model later). */
-function indexParam(value) {
-  return value !== null && /^\d{1,6}$/.test(value) ? Number(value) : 0;
-}
 
 /** @returns {{text: string|null, pair: string|null, model: string|null, layer: number, head: number}} */
 function stateFromUrl() {

@@ -6,14 +6,11 @@
 // the animation's step only replaces the current entry.
 import { getModels, getTrace } from './api.js';
 import { fromTrace, STEPS } from './figures/steps.js';
-import { stepText } from './i18n/steps.js';
 import { fillIndices, fillModels } from './views/controls.js';
-import { createQueryKeyView } from './views/query-key.js';
-import { bindStepControls } from './views/step-controls.js';
-import { createStepStage } from './views/step-stage.js';
-import { createStepper } from './views/stepper.js';
 import { setLoading, showStatus } from './views/status.js';
 import { createTokenPicker } from './views/token-picker.js';
+import { createWalkthrough } from './views/walkthrough.js';
+import { indexParam } from './url.js';
 
 const LANG = document.documentElement.lang === 'zh' ? 'zh' : 'en'; // a language switch changes only this
 
@@ -35,11 +32,6 @@ const els = {
 };
 
 // ---- URL <-> state -------------------------------------------------------
-
-/** A non-negative integer from the URL, or 0 (checked against the model and the tokens later). */
-function indexParam(value) {
-  return value !== null && /^\d{1,6}$/.test(value) ? Number(value) : 0;
-}
 
 function stateFromUrl() {
   const params = new URLSearchParams(window.location.search);
@@ -108,24 +100,14 @@ function fetchTrace(state) {
 /** What is on screen: {state, data}; every user choice starts from it. */
 let shown = null;
 
-const stage = createStepStage($('stage'), { lang: LANG });
-const queryKey = createQueryKeyView($('qk-panel'), {
-  onJump: () => {
-    stepper.seek('scores');
-    $('walkthrough').scrollIntoView({ behavior: 'smooth', block: 'start' });
-  },
-});
-const stepper = createStepper({
-  steps: STEPS,
-  onStep: async (step) => {
-    queryKey.setLinked(step === 'scores');
+const { stepper, show } = createWalkthrough({
+  lang: LANG,
+  onStep: (step) => {
     if (!shown) return;
-    await stage.show(step);
     const url = urlFromState({ ...shown.state, step });
     if (url !== currentUrl()) history.replaceState(null, '', url);
   },
 });
-bindStepControls($('walkthrough'), stepper, (step) => stepText(step, LANG).label);
 
 const tokenPicker = createTokenPicker(els.tokens, { onSelect: (query) => choose({ query }) });
 
@@ -220,11 +202,7 @@ async function render(state) {
   showStatus(els.status, summary(trace, fixed));
   document.title = `attnscope · steps · ${state.text.trim().slice(0, 60)}`;
 
-  stage.setData(data, { head, query });
-  if (step !== stepper.state.step) await stepper.seek(step);
-  else await stepper.refresh();
-  if (seq !== renderSeq) return;
-  await queryKey.render(data, { head, query });
+  await show(data, { head, query }, step);
 }
 
 /** Push a new history entry (unless the URL is unchanged) and render it. */

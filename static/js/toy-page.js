@@ -2,14 +2,10 @@
 // in place, recomputed by POST /api/v1/toy and shown with the same walkthrough
 // as /steps. An edit the server refuses shows its message; the last good result stays.
 import { ApiError, getToy } from './api.js';
-import { fromToy, STEPS } from './figures/steps.js';
-import { stepText } from './i18n/steps.js';
+import { fromToy } from './figures/steps.js';
 import { createMatrixEditor } from './views/matrix-editor.js';
-import { createQueryKeyView } from './views/query-key.js';
-import { bindStepControls } from './views/step-controls.js';
-import { createStepStage } from './views/step-stage.js';
-import { createStepper } from './views/stepper.js';
 import { setLoading, showStatus } from './views/status.js';
+import { createWalkthrough } from './views/walkthrough.js';
 
 const LANG = document.documentElement.lang === 'zh' ? 'zh' : 'en'; // a language switch changes only this
 const DEBOUNCE_MS = 300;
@@ -133,21 +129,7 @@ function showError(error) {
 let shown = null; // {data}: the last good result
 let selection = { head: 0, query: 0 };
 
-const stage = createStepStage($('stage'), { lang: LANG });
-const queryKey = createQueryKeyView($('qk-panel'), {
-  onJump: () => {
-    stepper.seek('scores');
-    $('walkthrough').scrollIntoView({ behavior: 'smooth', block: 'start' });
-  },
-});
-const stepper = createStepper({
-  steps: STEPS,
-  onStep: async (step) => {
-    queryKey.setLinked(step === 'scores');
-    if (shown) await stage.show(step);
-  },
-});
-bindStepControls($('walkthrough'), stepper, (step) => stepText(step, LANG).label);
+const { show } = createWalkthrough({ lang: LANG });
 
 function fillSelect(select, labels, value) {
   const options = labels.map((text, index) => {
@@ -174,10 +156,7 @@ function summary(data) {
 }
 
 async function draw() {
-  const { data } = shown;
-  stage.setData(data, selection);
-  await stepper.refresh();
-  await queryKey.render(data, selection);
+  await show(shown.data, selection);
 }
 
 /** Show a /toy response (sent with `causal`). */
