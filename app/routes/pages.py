@@ -8,7 +8,7 @@ from fastapi.templating import Jinja2Templates
 from ..settings import TEMPLATES_DIR
 
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
-router = APIRouter()
+router = APIRouter(tags=["pages"])
 
 
 @router.get(
