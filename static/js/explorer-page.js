@@ -206,7 +206,7 @@ async function render(state) {
   const layer = result.layers.includes(state.layer) ? state.layer : result.layers[0];
   const head = result.heads.includes(state.head) ? state.head : result.heads[0];
   const fixed = { ...state, layer, head };
-  if (urlFromState(fixed) !== urlFromState(state)) history.replaceState(null, '', urlFromState(fixed));
+  if (urlFromState(fixed) !== currentUrl()) history.replaceState(null, '', urlFromState(fixed));
 
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the container
