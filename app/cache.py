@@ -33,9 +33,11 @@ class ByteLRU(Generic[V]):
             self._items.move_to_end(key)
             return item[0]
 
-    def put(self, key: Hashable, value: V, nbytes: int) -> None:
+    def put(self, key: Hashable, value: V, nbytes: int) -> int:
+        """Store a value; returns how many bytes of older values were evicted for it."""
         if nbytes > self.max_bytes:
-            return
+            return 0
+        evicted = 0
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
@@ -43,5 +45,7 @@ class ByteLRU(Generic[V]):
             while self._items and self.used + nbytes > self.max_bytes:
                 _, (_, size) = self._items.popitem(last=False)
                 self.used -= size
+                evicted += size
             self._items[key] = (value, nbytes)
             self.used += nbytes
+        return evicted

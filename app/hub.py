@@ -18,10 +18,12 @@ from model.tokenizer import Encoded
 
 from .cache import ByteLRU
 from .errors import ApiError, ClientGone
+from .memory import release_free_memory
 from .schemas import ModelInfo
 
 
 T = TypeVar("T")
+TRIM_AFTER_EVICTING = 16 * 1024 * 1024  # bytes of evicted maps after which free heap pages go back to the OS
 
 
 class StartupError(RuntimeError):
@@ -103,7 +105,8 @@ class ModelHub:
             maps = self.cache.get(key)  # a request queued before this one may have computed it
             if maps is None:
                 maps = self.loaded[model_id].attention_maps(encoded)
-                self.cache.put(key, maps, maps.nbytes)
+                if self.cache.put(key, maps, maps.nbytes) >= TRIM_AFTER_EVICTING:
+                    release_free_memory()  # evicted maps of short inputs leave holes in the heap
             return maps
 
         return self.cache.get(key) or self.run(compute, gone=gone)

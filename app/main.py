@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,29 +16,13 @@ from fastapi.templating import Jinja2Templates
 
 from . import errors
 from .hub import ModelHub, StartupError
+from .memory import return_large_buffers_to_the_os
 from .middleware import BodyLimit, SecurityHeaders
 from .routes import api, pages
 from .schemas import Health, Jobs
 from .settings import STATIC_DIR, TEMPLATES_DIR, Settings
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-
-
-M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
-
-
-def return_large_buffers_to_the_os() -> None:
-    """Serve allocations over 1 MiB with mmap, so memory freed after a long input goes back to the OS.
-
-    glibc otherwise raises its mmap threshold after the first large free and keeps
-    later large buffers (attention maps of a 512-token input are 12 MB a layer) in
-    its heap, which makes the server's RSS creep up by hundreds of MB.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc: nothing to tune
-        return
-    libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
