@@ -6,17 +6,16 @@ from collections.abc import Callable
 from typing import Annotated
 
 import anyio
-
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from .. import serialize
-from ..errors import ApiError
-from ..hub import ModelHub
 from model.pretrained import PretrainedEncoder
 from model.registry import ModelSpec
 from model.tokenizer import Encoded
 from model.toy import run_toy
 
+from .. import serialize
+from ..errors import ApiError
+from ..hub import ModelHub
 from ..schemas import (
     AttentionRequest,
     AttentionResponse,
