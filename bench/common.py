@@ -32,6 +32,21 @@ home field point long word line still large through know around form head night 
 show side must three few live love book mean next look child find hand play game music money""".split()
 
 
+# Debian's Chromium, as the e2e tests and the page benchmark launch it (see DESIGN.md).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    # Without this Chromium sends DNS queries off the machine; with it only 127.0.0.1 resolves.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -11,12 +11,9 @@ from urllib.parse import quote
 
 from playwright.sync_api import sync_playwright
 
-from bench.common import Server, TextMaker, hf_forward, load_hf, median, print_table, timed, verdict
+from bench.common import CHROMIUM, CHROMIUM_ARGS, Server, TextMaker, hf_forward, load_hf, median, print_table, timed, verdict
 
 N, LOADS, HOVERS = 512, 3, 12
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic",
-                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
 
 WATCH_HOVER = """() => {
   const gd = document.getElementById('heatmap');
@@ -32,7 +29,7 @@ def run() -> str:
     forward_ms = median([timed(lambda: hf_forward(hf, texts.text(N))) for _ in range(5)])
     loads, api_bytes, all_bytes, hovers = [], [], [], []
     with Server() as server, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         page.goto(server.base + "/")  # the page's own files come from the browser cache afterwards
         for _ in range(LOADS):

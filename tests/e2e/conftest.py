@@ -4,32 +4,13 @@ tests fail."""
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    # Without this Chromium sends DNS queries off the machine; with it only 127.0.0.1 resolves.
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
-STARTUP_TIMEOUT_S = 60
+from bench.common import CHROMIUM, CHROMIUM_ARGS, Server
 
 # Collects CSP violations in the page (window.__cspViolations) and reports each one to
 # the test at once, so violations in a document that has since navigated away count too.
@@ -55,44 +36,18 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory):
-    """A real uvicorn process serving the app on a free port of 127.0.0.1; yields its base URL."""
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log_path = tmp_path_factory.mktemp("server") / "uvicorn.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
-    with log_path.open("wb") as log:
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+def live_server():
+    """A real attnscope server (`attnscope serve`) on a free port of 127.0.0.1; yields its base URL."""
+    server = Server()
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        with httpx.Client(trust_env=False, timeout=2) as client:
-            while True:
-                if server.poll() is not None:
-                    pytest.fail(f"the server exited with code {server.returncode} before it was ready:\n{log_path.read_text()}")
-                try:
-                    if client.get(f"{base}/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"GET /healthz did not answer 200 within {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}")
-                time.sleep(0.2)
-        yield base
+        server.start()
+    except RuntimeError as exc:  # fail, never skip
+        pytest.fail(str(exc))
+    try:
+        yield server.base
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        server.stop()
 
 
 @pytest.fixture(scope="session")
