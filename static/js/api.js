@@ -1,29 +1,29 @@
-// Fetch wrappers for the attnscope REST API (/api/v1). Every non-2xx answer
-// becomes an ApiError whose message is the server's `detail`.
+// Fetch wrappers for the attnscope REST API (/api/v1). Every failure becomes an ApiError: its
+// `code` says what kind of failure it was (the page shell words it in the page's language) and
+// its message is the server's own `detail`, when the server sent one.
 
 import { decodeU16 } from './compact.js';
 
 export class ApiError extends Error {
   /**
    * @param {number} status HTTP status, or 0 when the server could not be reached
-   * @param {string} message the server's `detail` (or a description of what went wrong)
+   * @param {'unreachable'|'http'|'not-json'} code what went wrong
+   * @param {string} detail the server's `detail`, or '' when it sent none
    * @param {unknown} [body] the parsed JSON body, if any
    */
-  constructor(status, message, body = null) {
-    super(message);
+  constructor(status, code, detail = '', body = null) {
+    super(detail || `${code} ${status}`);
     this.name = 'ApiError';
     this.status = status;
+    this.code = code;
+    this.detail = detail;
     this.body = body;
   }
 }
 
-function detailOf(body, response) {
+function detailOf(body) {
   const detail = body && typeof body === 'object' ? body.detail : undefined;
-  if (typeof detail === 'string' && detail.trim()) return detail;
-  if (Array.isArray(detail) && detail.length) {
-    return detail.map((item) => (item && typeof item.msg === 'string' ? item.msg : String(item))).join('; ');
-  }
-  return `The server answered ${response.status} ${response.statusText}`.trim() + '.';
+  return typeof detail === 'string' ? detail.trim() : '';
 }
 
 /** fetch, with every failure (network or non-2xx) turned into an ApiError carrying the server's detail. */
@@ -33,11 +33,11 @@ async function send(path, init = {}, accept = 'application/json') {
     response = await fetch(path, { ...init, headers: { Accept: accept, ...(init.headers || {}) } });
   } catch (error) {
     if (error && error.name === 'AbortError') throw error;
-    throw new ApiError(0, 'Could not reach the attnscope server. Is it still running?');
+    throw new ApiError(0, 'unreachable');
   }
   if (!response.ok) {
     const body = await parseJson(response);
-    throw new ApiError(response.status, detailOf(body, response), body);
+    throw new ApiError(response.status, 'http', detailOf(body), body);
   }
   return response;
 }
@@ -54,7 +54,7 @@ async function parseJson(response) {
 async function requestJson(path, init = {}) {
   const response = await send(path, init);
   const body = await parseJson(response);
-  if (body === null) throw new ApiError(response.status, 'The server sent an answer that is not JSON.');
+  if (body === null) throw new ApiError(response.status, 'not-json');
   return body;
 }
 

@@ -49,3 +49,56 @@ def show_step(page: Page, step: str) -> None:
     page.locator(f'#step-list button[data-step="{step}"]').click()
     expect(stage(page)).to_have_attribute("data-step", step)
     expect(page.locator(f'#step-list button[data-step="{step}"]')).to_have_attribute("aria-current", "step")
+
+
+# Notation and names that stay as they are in every language: math symbols and variable names of the
+# notes, file formats, the tokenizer's own special tokens and the product's name.
+NOTATION = {
+    "attnscope", "softmax", "d_model", "d_head", "d_keys", "d_values", "n_heads", "text_pair",
+    "API", "JSON", "PNG", "SVG", "CSV", "CLS", "SEP", "UNK", "PAD", "MASK", "MiniLM", "max", "sum",
+}
+
+# Text nodes and attributes a user can see, in visible elements outside translate="no" and outside
+# Plotly's tick labels (token text); returns each one that still holds a Latin word of 3+ letters
+# that is not notation. `skip` is a CSS selector of more regions to leave out (e.g. vendor UI).
+_ENGLISH_LEFT = """([notation, skip]) => {
+  const allowed = new Set(notation);
+  const english = (text) => (text.match(/[A-Za-z_][A-Za-z_0-9]*/g) || [])
+    .filter((word) => /[A-Za-z]{3,}/.test(word) && !allowed.has(word) && !/\\d/.test(word));
+  const excluded = (element) => element.closest('[translate="no"], script, style, .xtick, .ytick, .modebar'
+    + (skip ? `, ${skip}` : ''));
+  const visible = (element) => {
+    if (!element.getClientRects().length) return false;
+    const style = getComputedStyle(element);
+    return style.visibility !== 'hidden' && style.display !== 'none';
+  };
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const element = node.parentElement;
+    if (!element || excluded(element) || !visible(element)) continue;
+    const words = english(node.textContent);
+    if (words.length) found.push(`${element.tagName.toLowerCase()}: ${node.textContent.trim()}`);
+  }
+  for (const element of document.querySelectorAll('[placeholder], [title], [aria-label], [aria-valuetext]')) {
+    if (excluded(element) || !visible(element)) continue;
+    for (const name of ['placeholder', 'title', 'aria-label', 'aria-valuetext']) {
+      const value = element.getAttribute(name);
+      if (value && english(value).length) found.push(`${element.tagName.toLowerCase()}[${name}]: ${value}`);
+    }
+  }
+  if (english(document.title).length) found.push(`title: ${document.title}`);
+  return found;
+}"""
+
+
+def english_left(page: Page, skip: str = "") -> list[str]:
+    """Visible UI text of the page that is still English (see _ENGLISH_LEFT); [] when none is."""
+    return page.evaluate(_ENGLISH_LEFT, [sorted(NOTATION), skip])
+
+
+def switch_to_chinese(page: Page) -> None:
+    """Press the header's 中文 button and wait for the page to come back in Chinese."""
+    page.get_by_role("button", name="中文").click()
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    expect(page.get_by_role("button", name="中文")).to_have_attribute("aria-pressed", "true")

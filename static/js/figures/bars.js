@@ -1,7 +1,7 @@
 // Data -> Plotly bar chart of one query's attention weights over the keys. Pure.
 import { escapeForPlotly } from './escape.js';
-import { tickIndices } from './heatmap.js';
-import { FONT, formatCell, formatValue, HIGHLIGHT, tickLabel } from './matrix.js';
+import { FONT, tickIndices, tickLabel } from './axes.js';
+import { formatCell, formatValue, HIGHLIGHT } from './matrix.js';
 
 const BAR = '#2171b5'; // a Blues stop: the same family as the weights' heatmap
 

@@ -1,30 +1,27 @@
-// Data -> Plotly figure for one head's attention map. Pure: no DOM, no fetch.
-import { escapeForPlotly } from './escape.js';
+// Data -> Plotly figure for one head's attention map. Pure: no DOM, no fetch (the words come
+// from the page's dictionary through t()).
+import { t } from '../i18n/index.js';
+import { FONT, HIGHLIGHT, keepTicks, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
 import { matrixMax, plotlyColorscale } from './colormap.js';
+import { escapeForPlotly } from './escape.js';
 
-const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
-const LABEL_PX = 13; // vertical room one tick label needs
-
-/** Which token indices get a tick label: all of them, or every k-th when they would overlap. */
-export function tickIndices(n, maxTicks) {
-  const step = Math.max(1, Math.ceil(n / maxTicks));
-  const indices = [];
-  for (let i = 0; i < n; i += step) indices.push(i);
-  return indices;
-}
+const LABEL_PX = 13; // vertical room one tick label of the large map needs
 
 /**
- * @param {{tokens: Array<{text: string}>, matrix: number[][], layer: number, head: number,
- *          size?: number}} input matrix is (query, key), as the API sends it; size is the
+ * @param {{tokens: Array<{text: string, display?: string, unknown?: boolean}>, matrix: number[][],
+ *          layer: number, head: number, query?: number|null, size?: number}} input matrix is
+ *   (query, key), as the API sends it; `query` is outlined (its row always labelled); size is the
  *   figure's width in pixels, used to thin out tick labels that would overlap
  * @returns {{data: object[], layout: object}}
  */
-export function attentionHeatmapFigure({ tokens, matrix, layer, head, size = 560 }) {
+export function attentionHeatmapFigure({ tokens, matrix, layer, head, query = null, size = 560 }) {
   const n = tokens.length;
-  const labels = tokens.map((token) => escapeForPlotly(token.text));
+  const labels = tokens.map((token) => escapeForPlotly(tokenLabel(token)));
   const index = labels.map((_, i) => i);
-  const hover = labels.map((query) => labels.map((key) => `${query} → ${key}`));
-  const ticks = tickIndices(n, Math.max(8, Math.floor((size - 140) / LABEL_PX)));
+  const hover = labels.map((q) => labels.map((key) => `${q} → ${key}`));
+  const maxTicks = Math.max(8, Math.floor((size - 140) / LABEL_PX));
+  const every = tickIndices(n, maxTicks);
+  const ticks = query === null ? every : keepTicks(every, [query], Math.ceil(n / maxTicks));
   const ticktext = ticks.map((i) => labels[i]);
   const tickFontSize = n <= 24 ? 12 : n <= 40 ? 11 : 10;
   const zmax = matrixMax(matrix) || 1;
@@ -66,24 +63,28 @@ export function attentionHeatmapFigure({ tokens, matrix, layer, head, size = 560
     ],
     layout: {
       title: {
-        text: `Layer ${layer} · Head ${head}`,
+        text: t('figure.layerHead', { layer, head }),
         x: 0.5,
         xanchor: 'center',
         font: { size: 16 },
       },
-      font: { family: FONT, size: 12, color: '#1b2330' },
+      font: { family: FONT, size: 12, color: TEXT_COLOUR },
       margin: { t: 44, r: 10, b: 10, l: 10 },
       paper_bgcolor: '#ffffff',
       plot_bgcolor: '#ffffff',
-      xaxis: { ...axis, title: { text: 'key', standoff: 6 }, tickangle: -50 },
+      xaxis: { ...axis, title: { text: t('figure.key'), standoff: 6 }, tickangle: -50 },
       yaxis: {
         ...axis,
-        title: { text: 'query', standoff: 6 },
+        title: { text: t('figure.query'), standoff: 6 },
         autorange: 'reversed', // first query at the top
         scaleanchor: 'x',
         scaleratio: 1,
       },
       hoverlabel: { font: { family: FONT, size: 13 } },
+      shapes: query === null || n === 0 ? [] : [{
+        type: 'rect', xref: 'x', yref: 'y', x0: -0.5, x1: n - 0.5, y0: query - 0.5, y1: query + 0.5,
+        line: { color: HIGHLIGHT, width: 2 }, fillcolor: 'rgba(0,0,0,0)',
+      }],
     },
   };
 }

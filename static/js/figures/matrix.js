@@ -2,16 +2,13 @@
 // token (or dimension) on each axis, optional highlight rectangles, thin lines
 // between heads' column slots, and the numbers written in the cells when the
 // matrix is small. Pure: no DOM, no fetch.
+import { FONT, LABEL_PX, MAX_LABEL_CHARS, keepTicks, labelMargin, labelWidth, tickIndices, tickLabel } from './axes.js';
 import { plotlyColorscale } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
-import { tickIndices } from './heatmap.js';
 
-export const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 export const HIGHLIGHT = '#f08c00'; // the same orange as the explorer's selected head
 export const HIDDEN_GREY = '#b9c0ca'; // masked (−∞) cells: Plotly leaves null cells empty, showing this
 export const NUMBERS_MAX = 16; // numbers are written in the cells up to 16 × 16
-const LABEL_PX = 12; // vertical room one tick label needs
-const MAX_LABEL_CHARS = 14;
 
 // ColorBrewer "PuOr", 11 classes, reversed: negative purple, zero near-white, positive orange.
 // Distinct from the Blues used for attention weights.
@@ -69,28 +66,9 @@ export function valueMax(matrix) {
   return max > 0 ? max : 1;
 }
 
-/** A label cut to a length that fits a tick, escaped for Plotly. */
-export function tickLabel(text, max = MAX_LABEL_CHARS) {
-  const chars = Array.from(String(text));
-  return escapeForPlotly(chars.length > max ? chars.slice(0, max - 1).join('') + '…' : chars.join(''));
-}
-
-/** Left margin (px) that fits the longest row label. */
-export function labelMargin(labels) {
-  const longest = labels.reduce((n, label) => Math.max(n, Math.min(Array.from(String(label)).length, MAX_LABEL_CHARS)), 0);
-  return Math.round(14 + 7.2 * longest);
-}
-
 /** Single rows that a highlight outlines (the query's row): their labels are always drawn. */
 function focusRows(highlights) {
   return highlights.filter((h) => h.row0 !== undefined && h.row0 === h.row1).map((h) => h.row0);
-}
-
-/** Thinned-out ticks plus the `keep` ones, dropping the ticks too close to those. */
-export function keepTicks(ticks, keep, step) {
-  if (!keep.length || step <= 1) return ticks;
-  const kept = ticks.filter((t) => keep.every((k) => Math.abs(t - k) >= step));
-  return [...new Set([...kept, ...keep])].sort((a, b) => a - b);
 }
 
 /** "query 3 “cat”", "dim 17", or just the label when there is no name (toy rows "q0"). */
@@ -228,7 +206,7 @@ export function matrixFigure({
       tickangle: -50,
       tickfont: { size: cols > 40 ? 10 : 11 },
     });
-    const longest = Math.max(0, ...colLabels.map((label) => Math.min(Array.from(String(label)).length, MAX_LABEL_CHARS)));
+    const longest = Math.max(0, ...colLabels.map((label) => Math.min(labelWidth(label), MAX_LABEL_CHARS)));
     bottom = Math.round(12 + 6 * longest);
   } else if (cols <= NUMBERS_MAX) {
     Object.assign(xaxis, { tickmode: 'array', tickvals: x, ticktext: x.map(String) });

@@ -3,7 +3,8 @@
 // Pure: no DOM, no fetch. views/step-stage.js lays the result out and draws it.
 import { barsFigure } from './bars.js';
 import { escapeForPlotly } from './escape.js';
-import { labelMargin, matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
+import { labelMargin } from './axes.js';
+import { matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
 
 /** The steps of multi-head attention, in order (model/steps.py STEPS). */
 export const STEPS = Object.freeze([

@@ -1,6 +1,7 @@
 // The grid of every layer's and head's attention map, drawn on canvases
 // (one pixel per weight, scaled up by CSS) rather than 72 Plotly plots.
 import { attentionPixels, cssGradient } from '../figures/colormap.js';
+import { t } from '../i18n/index.js';
 
 const ARROWS = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
 
@@ -20,10 +21,10 @@ function thumbnail(matrix, layer, head, row, col) {
   button.dataset.head = String(head);
   button.dataset.row = String(row);
   button.dataset.col = String(col);
-  button.setAttribute('aria-label', `layer ${layer} head ${head}`);
+  button.setAttribute('aria-label', t('explorer.overview.thumb', { layer, head }));
   button.setAttribute('aria-pressed', 'false');
   button.tabIndex = -1; // one tab stop for the grid (the selected map); arrow keys move inside it
-  button.title = `Layer ${layer} · Head ${head}`;
+  button.title = t('figure.layerHead', { layer, head });
   const canvas = document.createElement('canvas');
   canvas.width = n;
   canvas.height = n;
@@ -33,7 +34,7 @@ function thumbnail(matrix, layer, head, row, col) {
 }
 
 /**
- * Thumbnails are buttons labelled "layer L head H": Tab reaches the selected one, arrow keys
+ * Thumbnails are buttons labelled "layer L head H" (in the page's language): Tab reaches the selected one, arrow keys
  * move between them, Enter or Space (or a click) selects.
  * @param {HTMLElement} root the grid container
  * @param {{onSelect: (layer: number, head: number) => void, colourRamp?: HTMLElement}} options

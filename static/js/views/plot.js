@@ -8,6 +8,21 @@ const BASE_CONFIG = Object.freeze({
   modeBarButtonsToRemove: ['select2d', 'lasso2d', 'autoScale2d'],
 });
 
+/**
+ * A file name for a downloaded figure that says what it shows: "attnscope-layer2-head5-the-cat-sat".
+ * Parts are joined with "-"; text keeps letters and digits of any script (so Chinese text stays
+ * readable) and is cut to its first words.
+ * @param {...(string|number|null|undefined)} parts
+ */
+export function downloadName(...parts) {
+  const words = parts
+    .filter((part) => part !== null && part !== undefined && String(part).trim() !== '')
+    .map((part) => String(part).toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-+|-+$/g, ''))
+    .filter(Boolean)
+    .join('-');
+  return ['attnscope', Array.from(words).slice(0, 80).join('').replace(/-+$/, '')].filter(Boolean).join('-');
+}
+
 /** The config for Plotly.react; `filename` names a downloaded PNG, `modeBar` false hides the bar. */
 export function plotConfig({ filename = 'attnscope', modeBar = true } = {}) {
   return {

@@ -40,11 +40,11 @@ export function createStepStage(root, { lang = 'en' } = {}) {
   async function show(step) {
     if (!data) return;
     const mine = ++seq;
-    const text = stepText(step, lang, placeholders());
+    const text = stepText(step, placeholders());
     const spec = stepSpec(data, step, { ...selection, width: grid.clientWidth || 1200 });
     title.textContent = text.title;
     body.textContent = text.body;
-    note.textContent = spec.noteKey ? stepNote(spec.noteKey, lang) : '';
+    note.textContent = spec.noteKey ? stepNote(spec.noteKey) : '';
     note.hidden = !spec.noteKey;
     root.setAttribute('aria-busy', 'true');
     await drawGrid(grid, spec);

@@ -33,7 +33,7 @@ export function createWalkthrough({ lang, onStep = () => {} }) {
       onStep(step);
     },
   });
-  bindStepControls($('walkthrough'), stepper, (step) => stepText(step, lang).label);
+  bindStepControls($('walkthrough'), stepper, (step) => stepText(step).label);
 
   let drawing = 0;
   async function show(data, selection, step = stepper.state.step) {

@@ -1,0 +1,56 @@
+// What the figures share: the font, the room a tick label needs, which ticks to label and
+// how a label is cut to fit. Pure: no DOM, no fetch.
+import { escapeForPlotly } from './escape.js';
+
+// The system's own UI fonts, so Chinese text uses the system's CJK font (nothing is downloaded).
+export const FONT =
+  'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif';
+export const TEXT_COLOUR = '#1b2330';
+export const HIGHLIGHT = '#f08c00'; // the chosen query or head: the orange of the explorer's selected head
+export const LABEL_PX = 12; // vertical room one tick label needs
+export const MAX_LABEL_CHARS = 14;
+
+/** Which indices get a tick label: all of them, or every k-th when they would overlap. */
+export function tickIndices(n, maxTicks) {
+  const step = Math.max(1, Math.ceil(n / Math.max(1, maxTicks)));
+  const indices = [];
+  for (let i = 0; i < n; i += step) indices.push(i);
+  return indices;
+}
+
+/** Thinned-out ticks plus the `keep` ones, dropping the ticks too close to those. */
+export function keepTicks(ticks, keep, step) {
+  if (!keep.length || step <= 1) return ticks;
+  const kept = ticks.filter((t) => keep.every((k) => Math.abs(t - k) >= step));
+  return [...new Set([...kept, ...keep])].sort((a, b) => a - b);
+}
+
+/** Width of a label in "Latin characters": CJK and other wide characters count twice. */
+export function labelWidth(text) {
+  let width = 0;
+  for (const char of String(text)) width += /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/u.test(char) || char.codePointAt(0) > 0xffff ? 2 : 1;
+  return width;
+}
+
+/** A label cut to a length that fits a tick, escaped for Plotly. */
+export function tickLabel(text, max = MAX_LABEL_CHARS) {
+  const chars = Array.from(String(text));
+  return escapeForPlotly(chars.length > max ? chars.slice(0, max - 1).join('') + '…' : chars.join(''));
+}
+
+/** Left margin (px) that fits the longest row label. */
+export function labelMargin(labels) {
+  const longest = labels.reduce((n, label) => Math.max(n, Math.min(labelWidth(label), MAX_LABEL_CHARS)), 0);
+  return Math.round(14 + 7.2 * longest);
+}
+
+/**
+ * How a token is labelled in figures: its readable `display` form (the API's; older answers have
+ * only `text`), marked ⟨UNK⟩ when the model does not know it — it then stands for the characters shown.
+ * Raw text: escape it (tickLabel does) before it reaches Plotly.
+ * @param {{text: string, display?: string, unknown?: boolean}} token
+ */
+export function tokenLabel(token) {
+  const shown = token.display ?? token.text;
+  return token.unknown ? `${shown}⟨UNK⟩` : shown;
+}
