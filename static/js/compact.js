@@ -12,7 +12,7 @@ const MAGIC = 'ATN1';
 export function decodeU16(buffer) {
   const view = new DataView(buffer);
   const magic = String.fromCharCode(...new Uint8Array(buffer, 0, 4));
-  if (magic !== MAGIC) throw new Error(`not an attnscope compact answer (starts with ${JSON.stringify(magic)})`);
+  if (magic !== MAGIC) throw new Error(`not an attnscope compact answer (starts with ${JSON.stringify(magic)})`); // ui-text: not UI (a bug report)
   const size = view.getUint32(4, true);
   const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 8, size)));
   const [layers, heads, rows, cols] = header.shape;

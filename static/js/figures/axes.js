@@ -3,8 +3,7 @@
 import { escapeForPlotly } from './escape.js';
 
 // The system's own UI fonts, so Chinese text uses the system's CJK font (nothing is downloaded).
-export const FONT =
-  'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif';
+export const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif'; // ui-text: not UI (font families)
 export const TEXT_COLOUR = '#1b2330';
 export const HIGHLIGHT = '#f08c00'; // the chosen query or head: the orange of the explorer's selected head
 export const LABEL_PX = 12; // vertical room one tick label needs

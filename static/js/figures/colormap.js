@@ -35,7 +35,7 @@ export function plotlyColorscale() {
 }
 
 /** The same map as a CSS gradient, for a colour key. */
-export function cssGradient(direction = 'to right') {
+export function cssGradient(direction = 'to right') { // ui-text: not UI (a CSS keyword)
   const stops = COLOR_STOPS.map((rgb, i) => `rgb(${rgb.join(',')}) ${((100 * i) / LAST).toFixed(1)}%`);
   return `linear-gradient(${direction}, ${stops.join(', ')})`;
 }

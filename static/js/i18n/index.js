@@ -58,7 +58,7 @@ const dictionary = LANGUAGES[lang].dictionary;
 export function t(key, values = {}) {
   const text = dictionary[key];
   if (typeof text !== 'string') {
-    console.error(`attnscope: no ${lang} text for "${key}"`);
+    console.error(`attnscope: no ${lang} text for "${key}"`); // ui-text: not UI (a bug report)
     return key;
   }
   return text.replace(/\{(\w+)\}/g, (match, name) => (name in values ? String(values[name]) : match));
