@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 import threading
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 
+from model.errors import UnknownModel
 from model.maps import AttentionMaps
 from model.pretrained import CheckpointError, PretrainedEncoder
 from model.registry import MODELS, ModelSpec
 from model.tokenizer import Encoded
 
 from .cache import ByteLRU
-from .errors import ApiError, ClientGone
+from .errors import ClientGone
 from .memory import release_free_memory
 from .schemas import ModelInfo
-
 
 T = TypeVar("T")
 TRIM_AFTER_EVICTING = 16 * 1024 * 1024  # bytes of evicted maps after which free heap pages go back to the OS
@@ -69,7 +69,7 @@ class ModelHub:
             self.close()
             raise StartupError(str(exc)) from exc
 
-    def run(self, fn: Callable[..., T], *args, gone: Callable[[], bool] | None = None) -> T:
+    def run(self, fn: Callable[..., T], *args: Any, gone: Callable[[], bool] | None = None) -> T:
         """Run model work on the worker thread and wait for its result.
 
         `gone` tells whether the client has left; work queued for a client that
@@ -83,7 +83,7 @@ class ModelHub:
                 try:
                     return job.result(timeout=0.1 if gone else None)
                 except FutureTimeout:
-                    if gone() and job.cancel():
+                    if gone is not None and gone() and job.cancel():
                         with self._stats_lock:
                             self.stats["dropped"] += 1
                         raise ClientGone() from None
@@ -95,10 +95,10 @@ class ModelHub:
         self._worker.shutdown(wait=True, cancel_futures=True)
 
     def get(self, model_id: str | None) -> tuple[ModelSpec, PretrainedEncoder]:
-        """The model for an id from a request (None = default); 404 names the ids that exist."""
+        """The model for an id from a request (None = default); UnknownModel names the ids that exist."""
         mid = self.default if model_id is None else model_id
         if mid not in self.loaded:
-            raise ApiError(404, f"Unknown model {mid!r}; use one of: {', '.join(sorted(self.loaded))}.")
+            raise UnknownModel(mid, list(self.loaded))
         return MODELS[mid], self.loaded[mid]
 
     def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None,

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from fastapi.openapi.models import Example
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from model.toy import MAX_ABS as TOY_MAX_ABS
+from model.toy import MAX_SIDE as TOY_MAX_SIDE
 
 
 class StrictRequest(BaseModel):
@@ -14,65 +21,110 @@ class StrictRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _check_text(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not value.strip():
+# Blank means only whitespace, as Python's str.isspace() has it; the class lists those characters
+# explicitly so that every regex engine (JSON Schema's ECMA 262, Python's re, pydantic's Rust regex)
+# reads the pattern alike. The server checks text with this same pattern.
+NON_BLANK = r"[^\u0009-\u000d\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_NON_BLANK = re.compile(NON_BLANK)
+
+
+def _check_text(value: str) -> str:
+    if not _NON_BLANK.search(value):
         raise ValueError("must not be blank; send at least one non-space character")
     if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
         raise ValueError("contains a lone surrogate (U+D800-U+DFFF); send valid Unicode text")
     return value
 
 
-def _check_distinct(values: list[int] | None) -> list[int] | None:
-    if values is not None and len(set(values)) != len(values):
+def _check_distinct(values: list[int]) -> list[int]:
+    if len(set(values)) != len(values):
         raise ValueError("has duplicates; list each index once")
     return values
 
 
+def _check_magnitude(value: float) -> float:
+    if abs(value) > TOY_MAX_ABS:
+        raise ValueError(f"must be at most {TOY_MAX_ABS:g} in magnitude; scale it down")
+    return value
+
+
+# The rules below are enforced by the validators and stated in the schema (json_schema_extra), so
+# generated clients and fuzzers know them; the validators word the errors.
+Text = Annotated[
+    str,
+    Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK}),
+    AfterValidator(_check_text),
+]
+Index = Annotated[int, Field(json_schema_extra={"minimum": 0})]  # the upper end depends on the model
+Indices = Annotated[
+    list[Index], Field(min_length=1, json_schema_extra={"uniqueItems": True}), AfterValidator(_check_distinct)
+]
+
+TEXT_DOC = "The sentence to analyse: at least one non-space character; the model's token limit applies."
+MODEL_DOC = "A model id from /api/v1/models; null means the default. An unknown id is answered 404."
+
+
+def examples(*bodies: dict[str, Any]) -> dict[str, Any]:
+    """The examples of a request schema: shown by /docs, sent by "Try it out", posted by a test."""
+    return {"examples": list(bodies)}
+
+
+def openapi_examples(kind: type[BaseModel]) -> dict[str, Example]:
+    """A request schema's examples as the request body's named examples (the /docs drop-down)."""
+    extra = kind.model_config.get("json_schema_extra")
+    bodies = extra.get("examples", []) if isinstance(extra, dict) else []
+    return {
+        f"example {i}": {"summary": json.dumps(body, ensure_ascii=False)[:100], "value": body}
+        for i, body in enumerate(cast(list[dict[str, Any]], bodies), 1)
+    }
+
+
 class TextRequest(StrictRequest):
-    text: str = Field(description="The sentence to analyse; blank after trimming is rejected.")
-    text_pair: str | None = Field(None, description="An optional second segment (segment 1).")
-    model: str | None = Field(None, description="A model id from /api/v1/models; null means the default.")
-
-    @field_validator("text")
-    @classmethod
-    def _text(cls, v: str) -> str:
-        return _check_text(v)
-
-    @field_validator("text_pair")
-    @classmethod
-    def _pair(cls, v: str | None) -> str | None:
-        return _check_text(v)
+    text: Text = Field(description=TEXT_DOC)
+    text_pair: Text | None = Field(
+        None, description="An optional second segment (segment 1), same rules as text; only for models with pairs."
+    )
+    model: str | None = Field(None, description=MODEL_DOC, examples=["minilm"])
 
 
 class AttentionRequest(TextRequest):
-    layers: list[int] | None = Field(
-        None, min_length=1, description="Distinct layer indices, kept in the order given; null means all."
-    )
-    heads: list[int] | None = Field(
-        None, min_length=1, description="Distinct head indices, kept in the order given; null means all."
-    )
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "layers": [2], "heads": [5]},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "model": "minilm", "layers": [0, 5]},
+    ))
 
-    @field_validator("layers")
-    @classmethod
-    def _layers(cls, v: list[int] | None) -> list[int] | None:
-        return _check_distinct(v)
-
-    @field_validator("heads")
-    @classmethod
-    def _heads(cls, v: list[int] | None) -> list[int] | None:
-        return _check_distinct(v)
+    layers: Indices | None = Field(
+        None, description="Distinct layer indices, kept in the order given; null means all. "
+        "Each must be below the model's n_layers."
+    )
+    heads: Indices | None = Field(
+        None, description="Distinct head indices, kept in the order given; null means all. "
+        "Each must be below the model's n_heads."
+    )
 
 
 class TraceRequest(TextRequest):
-    layer: int = Field(description="The layer to trace (0-based).")
-    head: int | None = Field(None, description="One head to trace; null means all heads.")
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "layer": 2, "head": 5},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "layer": 0, "head": None},
+    ))
+
+    layer: Index = Field(description="The layer to trace (0-based), below the model's n_layers.")
+    head: Index | None = Field(None, description="One head to trace, below the model's n_heads; null means all.")
 
 
-FiniteNumber = Annotated[float, Field(allow_inf_nan=False)]
-ToyRow = Annotated[list[FiniteNumber], Field(min_length=1, max_length=64)]
-ToyMatrix = Annotated[list[ToyRow], Field(min_length=1, max_length=64, description="Rows of numbers, at most 64x64.")]
+FiniteNumber = Annotated[
+    float,
+    Field(allow_inf_nan=False, json_schema_extra={"minimum": -TOY_MAX_ABS, "maximum": TOY_MAX_ABS}),
+    AfterValidator(_check_magnitude),
+]
+ToyRow = Annotated[list[FiniteNumber], Field(min_length=1, max_length=TOY_MAX_SIDE)]
+ToyMatrix = Annotated[
+    list[ToyRow],
+    Field(min_length=1, max_length=TOY_MAX_SIDE,
+          description=f"Rows of finite numbers, |x| <= {TOY_MAX_ABS:g}, at most {TOY_MAX_SIDE}x{TOY_MAX_SIDE}; "
+          "every row as long as the first."),
+]
 
 
 class ToyWeights(StrictRequest):
@@ -85,15 +137,27 @@ class ToyWeights(StrictRequest):
 
 
 class ToyRequest(StrictRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {},
+        {"queries": [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1]], "n_heads": 2, "causal": True,
+         "weights": {"o": [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]}},
+        {"queries": [[1, 0, 1]], "keys": [[1, 0, 1], [0, 1, 0]], "values": [[1, 2, 3], [4, 5, 6]], "n_heads": 3},
+    ))
+
     queries: ToyMatrix | None = Field(None, description="L x d_model inputs of the queries.")
     keys: ToyMatrix | None = Field(None, description="S x d_model inputs of the keys; default: queries.")
     values: ToyMatrix | None = Field(None, description="S x d_model inputs of the values; default: keys.")
-    n_heads: int | None = Field(None, ge=1, le=64, description="Must divide d_model; default 2.")
+    n_heads: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Must divide d_model; default 2.")
     weights: ToyWeights | None = None
     causal: bool = Field(False, description="Hide key j from query i when j > i.")
 
 
 class SummaryRequest(AttentionRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "size": 4},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "heads": [0, 11], "size": 64},
+    ))
+
     size: int = Field(64, ge=1, le=64, description="Largest side of a pooled map (at most 64).")
 
 

@@ -6,11 +6,13 @@ be followed by hand. Computed in float64 so the example's numbers are exact.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
 from .attention import MultiHeadAttention, causal_mask
+from .errors import ToyShapeError
 from .trace import Trace, select
 
 WORKED_QUERIES = [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]]
@@ -24,38 +26,48 @@ WEIGHT_NAMES = ("q", "k", "v", "o")
 Matrix = Sequence[Sequence[float]]
 
 
-def _tensor(name: str, rows: Matrix) -> torch.Tensor:
-    """A validated float64 matrix; ValueError names the problem."""
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _tensor(loc: tuple[str, ...], rows: Matrix) -> torch.Tensor:
+    """A validated float64 matrix; ToyShapeError names the field (`loc`), row or cell at fault."""
+    name = ".".join(loc)
     if not rows or not rows[0]:
-        raise ValueError(f"{name} is empty; send at least one row with one number")
+        raise ToyShapeError(loc, f"{name} is empty; send at least one row with one number")
     width = len(rows[0])
     for i, row in enumerate(rows):
         if len(row) != width:
-            raise ValueError(f"{name} is not rectangular: row 0 has {width} numbers, row {i} has {len(row)}")
+            raise ToyShapeError((*loc, str(i)),
+                                f"{name} is not rectangular: row 0 has {_count(width, 'number')}, "
+                                f"row {i} has {_count(len(row), 'number')}")
     if len(rows) > MAX_SIDE or width > MAX_SIDE:
-        raise ValueError(f"{name} is {len(rows)}x{width}; toy matrices are at most {MAX_SIDE}x{MAX_SIDE}")
-    t = torch.tensor(rows, dtype=torch.float64)
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name} holds a non-finite number; send finite numbers")
-    if t.abs().max().item() > MAX_ABS:
-        raise ValueError(f"{name} holds a number larger than {MAX_ABS:g} in magnitude; scale it down")
+        raise ToyShapeError(loc, f"{name} is {len(rows)}x{width}; toy matrices are at most {MAX_SIDE}x{MAX_SIDE}")
+    t = torch.tensor(rows, dtype=torch.float64)  # (rows, width)
+    for bad, problem in ((~torch.isfinite(t), "a non-finite number; send finite numbers"),
+                         (t.abs() > MAX_ABS, f"a number larger than {MAX_ABS:g} in magnitude; scale it down")):
+        if bad.any():
+            i, j = (int(x) for x in bad.nonzero()[0])
+            raise ToyShapeError((*loc, str(i), str(j)), f"{name} holds {problem} (row {i}, column {j})")
     return t
 
 
-def toy_layer(d_model: int, n_heads: int, weights: dict[str, Matrix] | None = None) -> MultiHeadAttention:
+def toy_layer(d_model: int, n_heads: int, weights: Mapping[str, Matrix] | None = None) -> MultiHeadAttention:
     """A float64 attention layer whose projections act as X W; missing weights are the identity."""
     if n_heads < 1 or d_model % n_heads:
-        raise ValueError(f"n_heads {n_heads} does not divide d_model {d_model}; pick a divisor of {d_model}")
+        raise ToyShapeError(("n_heads",),
+                            f"n_heads {n_heads} does not divide d_model {d_model}; pick a divisor of {d_model}")
     given = weights or {}
     unknown = sorted(set(given) - set(WEIGHT_NAMES))
     if unknown:
-        raise ValueError(f"unknown weights {unknown}; the weights are q, k, v and o")
+        raise ToyShapeError(("weights", unknown[0]), f"unknown weights {unknown}; the weights are q, k, v and o")
     layer = MultiHeadAttention(d_model, n_heads).double()
     with torch.no_grad():
-        for name, linear in zip(WEIGHT_NAMES, (layer.query, layer.key, layer.value, layer.output)):
-            w = _tensor(f"weights.{name}", given[name]) if name in given else torch.eye(d_model, dtype=torch.float64)
+        for name, linear in zip(WEIGHT_NAMES, (layer.query, layer.key, layer.value, layer.output), strict=True):
+            loc = ("weights", name)
+            w = _tensor(loc, given[name]) if name in given else torch.eye(d_model, dtype=torch.float64)  # (D, D)
             if w.shape != (d_model, d_model):
-                raise ValueError(f"weights.{name} is {w.shape[0]}x{w.shape[1]}; it must be {d_model}x{d_model}")
+                raise ToyShapeError(loc, f"weights.{name} is {w.shape[0]}x{w.shape[1]}; it must be {d_model}x{d_model}")
             linear.weight.copy_(w.T)  # nn.Linear computes x W^T; the toy's W is in x out
             linear.bias.zero_()
     return layer.eval()
@@ -66,31 +78,35 @@ def run_toy(
     keys: Matrix | None = None,
     values: Matrix | None = None,
     n_heads: int | None = None,
-    weights: dict[str, Matrix] | None = None,
+    weights: Mapping[str, Matrix] | None = None,
     causal: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """One attention layer on small inputs with every step traced (batch axis dropped).
 
     With none of queries/keys/values given this is the worked example. Keys
     default to queries and values to keys. `input` holds the three inputs.
-    Raises ValueError naming the problem.
+    Raises ToyShapeError (a ValueError) naming the field and the problem.
     """
     if queries is None and keys is None and values is None:
         queries, values = WORKED_QUERIES, WORKED_VALUES
     if queries is None:
-        raise ValueError("queries are missing; send queries along with keys or values")
-    x_q = _tensor("queries", queries)  # (T, D)
-    x_k = x_q if keys is None else _tensor("keys", keys)  # (S, D)
-    x_v = x_k if values is None else _tensor("values", values)  # (S, D)
+        raise ToyShapeError(("queries",), "queries are missing; send queries along with keys or values")
+    x_q = _tensor(("queries",), queries)  # (T, D)
+    x_k = x_q if keys is None else _tensor(("keys",), keys)  # (S, D)
+    x_v = x_k if values is None else _tensor(("values",), values)  # (S, D)
     d_model = x_q.shape[1]
     for name, t in (("keys", x_k), ("values", x_v)):
         if t.shape[1] != d_model:
-            raise ValueError(f"{name} have {t.shape[1]} columns but queries have {d_model}; use the same d_model")
+            raise ToyShapeError((name,),
+                                f"{name} have {_count(t.shape[1], 'column')} but queries have {d_model}; "
+                                "use the same d_model")
     if x_k.shape[0] != x_v.shape[0]:
-        raise ValueError(f"keys have {x_k.shape[0]} rows but values have {x_v.shape[0]}; send one value per key")
+        raise ToyShapeError(("values",),
+                            f"keys have {_count(x_k.shape[0], 'row')} but values have {x_v.shape[0]}; "
+                            "send one value per key")
     if n_heads is None:
         if d_model % WORKED_N_HEADS:
-            raise ValueError(f"d_model {d_model} is odd; send n_heads, a divisor of {d_model}")
+            raise ToyShapeError(("n_heads",), f"d_model {d_model} is odd; send n_heads, a divisor of {d_model}")
         n_heads = WORKED_N_HEADS
 
     layer = toy_layer(d_model, n_heads, weights)

@@ -3,11 +3,9 @@ what it shows from /api/v1 itself, so the server passes no data to the templates
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 
-from ..settings import TEMPLATES_DIR
+from ..templates import templates
 
-templates = Jinja2Templates(directory=TEMPLATES_DIR)
 router = APIRouter(tags=["pages"])
 
 

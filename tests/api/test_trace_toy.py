@@ -200,3 +200,86 @@ def test_toy_errors(client, body, says):
 def test_toy_non_finite_numbers(client, raw):
     r = client.post("/api/v1/toy", content=raw, headers={"content-type": "application/json"})
     assert r.status_code == 422 and "finite" in r.json()["detail"]
+
+
+# Every toy error names its field as a path (the page marks the field without reading the sentence).
+@pytest.mark.parametrize(
+    "body, loc, type_",
+    [
+        ({"queries": [[1, 2], [3]]}, ["body", "queries", "1"], "toy_shape"),
+        ({"queries": [[1, 2]], "keys": [[1, 2], [3, 4]], "values": [[1, 2], [3, 4, 5]]}, ["body", "values", "1"],
+         "toy_shape"),
+        ({"queries": [[1, 2, 3]]}, ["body", "n_heads"], "toy_shape"),
+        ({"queries": [[1, 2]], "n_heads": 3}, ["body", "n_heads"], "toy_shape"),
+        ({"queries": [[1, 2]], "keys": [[1, 2, 3]]}, ["body", "keys"], "toy_shape"),
+        ({"queries": [[1, 2]], "values": [[1, 2], [3, 4]]}, ["body", "values"], "toy_shape"),
+        ({"queries": [[1, 2]], "weights": {"q": [[1]]}}, ["body", "weights", "q"], "toy_shape"),
+        ({"queries": [[1, 2]], "weights": {"o": [[1, 2], [3]]}}, ["body", "weights", "o", "1"], "toy_shape"),
+        ({"keys": [[1, 2]]}, ["body", "queries"], "toy_shape"),
+        # rules the schema states are answered by the validation handler, in the same format
+        ({"queries": [[1, 2], [3, 2e6]]}, ["body", "queries", "1", "1"], "value_error"),
+        ({"queries": [[1, 2], [3, "4"]]}, ["body", "queries", "1", "1"], "float_type"),
+        ({"queries": [[1] * 65]}, ["body", "queries", "0"], "too_long"),
+        ({"queries": [[1, 2]], "weights": {"x": [[1]]}}, ["body", "weights", "x"], "extra_forbidden"),
+        ({"queries": [[1, 2]], "n_heads": 0}, ["body", "n_heads"], "greater_than_equal"),
+    ],
+)
+def test_toy_errors_carry_the_field_path(client, body, loc, type_):
+    r = toy(client, **body)
+    assert r.status_code == 422, r.text
+    answer = r.json()
+    assert isinstance(answer["detail"], str) and answer["detail"]
+    (error,) = answer["errors"]
+    assert set(error) == {"loc", "msg", "type"}
+    assert error["loc"] == loc and error["type"] == type_
+    assert all(isinstance(part, str) for part in error["loc"])
+
+
+def test_toy_shape_error_format(client):
+    r = toy(client, queries=[[1, 2]], values=[[1, 2], [3, 4]])
+    assert r.json() == {
+        "detail": "keys have 1 row but values have 2; send one value per key.",
+        "errors": [{"loc": ["body", "values"], "msg": "keys have 1 row but values have 2; send one value per key",
+                    "type": "toy_shape"}],
+    }
+
+
+def test_toy_cell_errors_name_row_and_column():
+    """Model-level checks (the schema catches these first over HTTP) name the cell too."""
+    from model.errors import ToyShapeError
+    from model.toy import run_toy
+
+    with pytest.raises(ToyShapeError) as err:
+        run_toy([[1.0, 2.0], [3.0, float("nan")]])
+    assert err.value.loc == ("queries", "1", "1") and "row 1, column 1" in str(err.value)
+    with pytest.raises(ToyShapeError) as err:
+        run_toy([[1.0, 2.0]], weights={"k": [[1.0, 0.0], [-2e6, 1.0]]})
+    assert err.value.loc == ("weights", "k", "1", "0")
+    with pytest.raises(ToyShapeError) as err:
+        run_toy([[1.0, 2.0]], weights={"z": [[1.0]]})
+    assert err.value.loc == ("weights", "z")
+
+
+def test_every_toy_error_the_server_gives_names_a_field(client):
+    """Random bad requests: every 422 of /toy carries a loc under body naming a request field."""
+    rng = np.random.default_rng(1)
+    fields = {"queries", "keys", "values", "n_heads", "weights", "causal"}
+    for _ in range(60):
+        body = {}
+        for name in ("queries", "keys", "values"):
+            if rng.random() < 0.6:
+                rows, cols = rng.integers(1, 5, size=2)
+                m = rng.integers(-3, 4, size=(rows, cols)).tolist()
+                if rng.random() < 0.2:
+                    m[-1] = m[-1][:-1] or [1, 2, 3]
+                body[name] = m
+        if rng.random() < 0.5:
+            body["n_heads"] = int(rng.integers(1, 5))
+        if rng.random() < 0.3:
+            side = int(rng.integers(1, 5))
+            body["weights"] = {"qkvo"[int(rng.integers(4))]: np.eye(side).tolist()}
+        r = toy(client, **body)
+        assert r.status_code in (200, 422), r.text
+        if r.status_code == 422:
+            for error in r.json()["errors"]:
+                assert error["loc"][0] == "body" and error["loc"][1] in fields, (body, error)

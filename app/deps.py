@@ -1,0 +1,101 @@
+"""Route dependencies: Annotated aliases for the hub, the settings and a client that left, and the
+resolved request that every route running a model starts from.
+
+No `from __future__ import annotations` here: `resolved()` builds each dependency's signature from
+the request type it is given, and FastAPI reads those annotations at run time.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Generic, TypeVar, cast
+
+import anyio
+from fastapi import Body, Depends, Request
+
+from model.errors import PairNotSupported, checked_index, checked_indices
+from model.pretrained import PretrainedEncoder
+from model.registry import ModelSpec
+from model.tokenizer import Encoded
+
+from . import serialize
+from .hub import ModelHub
+from .schemas import (
+    AttentionRequest,
+    SummaryRequest,
+    TextRequest,
+    TokenInfo,
+    ToyRequest,
+    TraceRequest,
+    openapi_examples,
+)
+from .settings import Settings
+
+
+def _hub(request: Request) -> ModelHub:
+    return cast(ModelHub, request.app.state.hub)
+
+
+def _settings(request: Request) -> Settings:
+    return cast(Settings, request.app.state.settings)
+
+
+def _gone(request: Request) -> Callable[[], bool]:
+    """Asks the event loop, from a worker thread, whether the client has disconnected."""
+    return lambda: anyio.from_thread.run(request.is_disconnected)
+
+
+Hub = Annotated[ModelHub, Depends(_hub)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+ClientLeft = Annotated[Callable[[], bool], Depends(_gone)]
+
+R = TypeVar("R", bound=TextRequest)
+
+
+@dataclass(frozen=True)
+class Resolved(Generic[R]):
+    """A text request with its model, its tokens and its checked layer and head indices."""
+
+    req: R
+    spec: ModelSpec
+    model: PretrainedEncoder
+    encoded: Encoded
+    layers: list[int]  # /trace: the one traced layer
+    heads: list[int]
+
+    @property
+    def tokens(self) -> list[TokenInfo]:
+        return serialize.tokens(self.encoded.tokens)
+
+
+def resolve(hub: ModelHub, req: R) -> Resolved[R]:
+    """Model, pair rule, indices, then tokens, in that order; each problem is a domain error (app/errors.py)."""
+    spec, model = hub.get(req.model)
+    if req.text_pair is not None and not spec.pairs:
+        raise PairNotSupported(spec.id)
+    cfg = model.cfg
+    if isinstance(req, TraceRequest):
+        layers = [checked_index(req.layer, cfg.n_layers, "layers", "layer")]
+        heads = (list(range(cfg.n_heads)) if req.head is None
+                 else [checked_index(req.head, cfg.n_heads, "heads", "head")])
+    elif isinstance(req, AttentionRequest):
+        layers = checked_indices(req.layers, cfg.n_layers, "layers")
+        heads = checked_indices(req.heads, cfg.n_heads, "heads")
+    else:
+        layers, heads = list(range(cfg.n_layers)), list(range(cfg.n_heads))
+    return Resolved(req, spec, model, model.tokenizer.encode(req.text, req.text_pair), layers, heads)
+
+
+def resolved(kind: type[R]) -> Callable[..., Resolved[R]]:
+    """The dependency that reads a `kind` body (with its documented examples) and resolves it."""
+
+    def dependency(req: Annotated[kind, Body(openapi_examples=openapi_examples(kind))],  # type: ignore[valid-type]
+                   hub: Hub) -> Resolved[R]:
+        return resolve(hub, req)
+
+    return dependency
+
+
+AttentionInput = Annotated[Resolved[AttentionRequest], Depends(resolved(AttentionRequest))]
+SummaryInput = Annotated[Resolved[SummaryRequest], Depends(resolved(SummaryRequest))]
+TraceInput = Annotated[Resolved[TraceRequest], Depends(resolved(TraceRequest))]
+ToyInput = Annotated[ToyRequest, Body(openapi_examples=openapi_examples(ToyRequest))]

@@ -1,0 +1,39 @@
+"""The service's own routes: health, the offline API docs and the vendored assets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse
+
+from ..deps import Hub
+from ..schemas import Health, Jobs
+from ..settings import STATIC_DIR
+from ..templates import templates
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+router = APIRouter()
+
+
+@router.get("/healthz", response_model=Health, tags=["service"], summary="200 once the default model is loaded")
+def healthz(hub: Hub) -> Health:
+    return Health(status="ok", jobs=Jobs(**hub.stats))
+
+
+@router.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+def docs(request: Request) -> HTMLResponse:
+    """Swagger UI from this server's own copy, its init code in a static script: no CDN, no inline script."""
+    return templates.TemplateResponse(request, "docs.html")
+
+
+@router.get("/static/vendor/plotly.min.js", include_in_schema=False)
+def plotly_js() -> FileResponse:
+    return FileResponse(PLOTLY_JS, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> FileResponse:
+    return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon")
