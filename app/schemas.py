@@ -192,6 +192,16 @@ class TokenInfo(BaseModel):
     end: int | None
     special: bool = Field(description="True exactly for tokens the tokenizer inserted.")
     segment: int = Field(description="Token-type id: 0 for text, 1 for text_pair.")
+    display: str = Field(
+        description="What to show for the token: its text, except when `unknown`, where it is the source "
+        "characters (its segment's text from start to end). A token whose text equals its source after the "
+        "tokenizer's normalisation is known: \"Café\" displays \"cafe\"; \"注\" made [UNK] displays \"注\"."
+    )
+    unknown: bool = Field(
+        description="True when the model does not know the source characters as written: [UNK], or any "
+        "token whose text is not its source even after the tokenizer's normalisation (lowercasing and accent "
+        "stripping for MiniLM) and without the ## continuation prefix. False for inserted tokens."
+    )
 
 
 class AttentionResponse(BaseModel):

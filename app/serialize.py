@@ -27,7 +27,11 @@ from .schemas import TokenInfo
 
 
 def tokens(items: list[Token]) -> list[TokenInfo]:
-    return [TokenInfo(text=t.text, start=t.start, end=t.end, special=t.special, segment=t.segment) for t in items]
+    return [
+        TokenInfo(text=t.text, display=t.display, unknown=t.unknown, start=t.start, end=t.end, special=t.special,
+                  segment=t.segment)
+        for t in items
+    ]
 
 
 def matrix(t: torch.Tensor) -> list:

@@ -184,3 +184,20 @@ def test_concurrent_requests_give_identical_answers(client):
         answers = list(pool.map(call, range(12)))
     assert all(a == answers[0] for a in answers)
     assert not any(math.isnan(v) for row in answers[0]["attention"][0][0] for v in row)
+
+
+def test_tokens_carry_display_and_unknown(client):
+    text = "注意力机制让模型学会聚焦于最相关的部分。"
+    tokens = attention(client, text=text, text_pair="The Café.", layers=[0], heads=[0]).json()["tokens"]
+    assert all({"display", "unknown"} <= set(t) for t in tokens)
+    for t in tokens:
+        if t["special"]:
+            assert t["display"] == t["text"] and t["unknown"] is False
+        elif t["text"] == "[UNK]":
+            assert t["unknown"] is True and t["display"] == text[t["start"] : t["end"]]
+        else:
+            assert t["unknown"] is False and t["display"] == t["text"]
+    assert "".join(t["display"] for t in tokens if t["segment"] == 0 and not t["special"]) == text
+    assert [t["display"] for t in tokens if t["segment"] == 1 and not t["special"]] == ["the", "cafe", "."]
+    header = client.post("/api/v1/attention?encoding=u16", json={"text": text, "layers": [0], "heads": [0]})
+    assert b'"display":"\xe6\xb3\xa8","unknown":true' in header.content  # the compact header carries them too

@@ -40,3 +40,51 @@ def test_too_many_tokens_is_an_error_not_a_truncation(minilm):
 
 def test_no_padding_to_128(minilm):
     assert len(minilm.tokenizer.encode("short")) == 3
+
+
+CHINESE = "注意力机制让模型学会聚焦于最相关的部分。"
+
+
+def test_unknown_tokens_display_their_source_characters(minilm):
+    enc = minilm.tokenizer.encode(CHINESE)
+    real = [t for t in enc.tokens if not t.special]
+    unknown = [t for t in real if t.text == "[UNK]"]
+    assert len(unknown) >= 10  # the packaged vocabulary lacks most of these characters
+    for t in unknown:
+        assert t.unknown and t.display == CHINESE[t.start : t.end]
+    for t in real:
+        if t.text != "[UNK]":  # characters the vocabulary has: known, shown as the token
+            assert not t.unknown and t.display == t.text == CHINESE[t.start : t.end]
+    assert "".join(t.display for t in real) == CHINESE  # every character covered, in order
+
+
+def test_english_displays_equal_the_token_text(minilm):
+    enc = minilm.tokenizer.encode("Attention lets every token look at every other tokenization.", "Second part.")
+    assert any(t.text.startswith("##") for t in enc.tokens)  # continuation pieces are known too
+    for t in enc.tokens:
+        assert t.display == t.text and not t.unknown
+
+
+def test_normalised_equal_is_known_and_displays_the_token(minilm):
+    """The tokenizer lowercases and strips accents: "Café" is the known token "cafe"."""
+    (cafe,) = [t for t in minilm.tokenizer.encode("Café").tokens if not t.special]
+    assert (cafe.text, cafe.display, cafe.unknown) == ("cafe", "cafe", False)
+
+
+def test_special_and_typed_tokens(minilm):
+    enc = minilm.tokenizer.encode("a [SEP] 🙂", "注")
+    by_text = {t.text: t for t in enc.tokens}
+    assert all(t.display == t.text and not t.unknown for t in enc.tokens if t.special)
+    typed = [t for t in enc.tokens if t.text == "[SEP]" and not t.special]
+    assert typed and typed[0].display == "[SEP]" and not typed[0].unknown  # typed as written
+    emoji = [t for t in enc.tokens if t.text == "[UNK]" and t.segment == 0]
+    assert emoji and emoji[0].display == "🙂" and emoji[0].unknown
+    pair = [t for t in enc.tokens if t.segment == 1 and not t.special]
+    assert [t.display for t in pair] == ["注"]  # offsets into text_pair
+    assert by_text["[CLS]"].display == "[CLS]"
+
+
+def test_a_token_not_from_its_characters_is_unknown(minilm):
+    tok = minilm.tokenizer
+    assert tok.known_as_written("##ing", "ing") and tok.known_as_written("hello", "HÉLLO")
+    assert not tok.known_as_written("[UNK]", "注") and not tok.known_as_written("cat", "dog")
