@@ -60,10 +60,12 @@ NOTATION = {
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside
 # Plotly's tick labels (token text); returns each one that still holds a Latin word of 3+ letters
-# that is not notation. `skip` is a CSS selector of more regions to leave out (e.g. vendor UI).
-_ENGLISH_LEFT = """([notation, skip]) => {
+# that is not notation or a model's name. `skip` is a CSS selector of more regions to leave out (e.g. vendor UI).
+_ENGLISH_LEFT = """async ([notation, skip]) => {
   const allowed = new Set(notation);
-  const english = (text) => (text.match(/[A-Za-z_][A-Za-z_0-9]*/g) || [])
+  const { models } = await (await fetch('/api/v1/models')).json();  // model names are names, not UI text
+  for (const model of models) for (const word of `${model.id} ${model.name}`.split(/[^\\w-]+/)) allowed.add(word);
+  const english = (text) => (text.match(/[A-Za-z_][A-Za-z_0-9-]*/g) || [])
     .filter((word) => /[A-Za-z]{3,}/.test(word) && !allowed.has(word) && !/\\d/.test(word));
   const excluded = (element) => element.closest('[translate="no"], script, style, .xtick, .ytick, .modebar'
     + (skip ? `, ${skip}` : ''));

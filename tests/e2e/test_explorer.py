@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 SENTENCE = "The cat sat on the mat."
 OTHER_SENTENCE = "A dog barked at the postman."
+CHINESE = "注意力机制让模型学会聚焦于最相关的部分。"
 XSS = "<img src=x onerror=alert(1)> <a href=http://example.com/x>link</a>"
 
 # ColorBrewer "Blues": the stops static/js/figures/colormap.js interpolates between.
@@ -190,7 +191,9 @@ def test_markup_in_the_sentence_is_shown_as_text(page: Page, api):
     expect(page.locator("#text-input")).to_have_value(XSS)
     content = "#main"
     assert page.locator(f"{content} img").count() == 0
-    assert page.locator(f"{content} #results a, {content} #heatmap a, {content} .controls a").count() == 0
+    links = page.locator(f"{content} #results a, {content} #heatmap a, {content} .controls a")
+    expect(links).to_have_count(1)  # the page's own "Step through this head" link, and no link made of the text
+    expect(links).to_have_attribute("id", "steps-link")
     assert page.locator('a[href*="example.com"], img[src="x"], [onerror]').count() == 0
     assert page.locator("#heatmap svg a").count() == 0
 
@@ -254,7 +257,7 @@ def test_blank_text_in_the_link_shows_the_servers_message(page: Page, api):
     detail = api.post("/api/v1/attention", json={"text": "  "}).json()["detail"]
     page.goto("/?text=%20%20")
     status = page.locator("#status")
-    expect(status).to_have_text(detail)
+    expect(status).to_contain_text(detail)  # the server's own words, after the page's "The server answered 422:"
     expect(status).to_have_class(re.compile("is-error"))
     expect(page.locator("#loading")).to_be_hidden()
 
@@ -272,7 +275,7 @@ def test_too_many_tokens_keeps_the_last_good_result(page: Page, api, browser_log
     page.get_by_role("button", name="Run").click()
 
     status = page.locator("#status")
-    expect(status).to_have_text(response.json()["detail"])
+    expect(status).to_contain_text(response.json()["detail"])
     expect(status).to_have_class(re.compile("is-error"))
     expect(page.locator("#tokens .chip")).to_have_text(tokens)  # the last good result stays
     expect_head(page, 3, 1)
@@ -293,3 +296,62 @@ def test_invalid_layer_and_head_in_the_link_fall_back_to_zero(page: Page, api):
     expect_head(page, 0, 0)
     assert max_abs_diff(drawn_z(page), expected["attention"][0][0]) <= COMPACT
     expect(page).to_have_url(re.compile(r"layer=0&head=0$"))
+
+
+def test_a_chinese_sentence_shows_the_characters_behind_each_unknown_token(page: Page, api):
+    tokens = reference(api, CHINESE)["tokens"]
+    unknown = [token for token in tokens if token["text"] == "[UNK]"]
+    assert len(unknown) >= 10  # the packaged vocabulary lacks most of these characters
+    page.goto(f"/?text={CHINESE}")
+
+    chips = page.locator("#tokens .chip")
+    expect(chips).to_have_count(len(tokens))
+    # Every chip shows its source characters, cut from the sentence by the offsets; unknown ones are marked.
+    expected = [
+        token["text"] if token["special"] else CHINESE[token["start"]:token["end"]] + ("⟨UNK⟩" if token["text"] == "[UNK]" else "")
+        for token in tokens
+    ]
+    expect(chips).to_have_text(expected)
+    expect(page.locator("#tokens .chip-unknown")).to_have_count(len(unknown))
+    assert "[UNK]" in (page.locator("#tokens .chip-unknown").first.get_attribute("title") or "")
+    note = page.locator("#unknown-note")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text(str(len(unknown)))
+    # The map's labels say the same, and an English sentence has no note.
+    page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
+    assert tick_texts(page, "y") == expected
+    page.locator("#text-input").fill(SENTENCE)
+    page.locator("#text-input").press("Enter")
+    expect(page.locator("#tokens .chip-unknown")).to_have_count(0)
+    expect(note).to_be_hidden()
+
+
+def test_a_click_on_a_row_chooses_the_query_that_step_through_opens(page: Page, api):
+    tokens = [token["text"] for token in reference(api, SENTENCE)["tokens"]]
+    page.goto(f"/?text={SENTENCE}&layer=3&head=4")
+    expect_head(page, 3, 4)
+    assert "query" not in query(page)
+    cell = page.evaluate(
+        """([q, k]) => { const gd = document.getElementById('heatmap'), layout = gd._fullLayout;
+                        const box = gd.getBoundingClientRect();
+                        return {x: box.left + layout.xaxis._offset + layout.xaxis.l2p(k),
+                                y: box.top + layout.yaxis._offset + layout.yaxis.l2p(q)}; }""",
+        [2, 5],
+    )
+    page.mouse.click(cell["x"], cell["y"])
+
+    expect(page).to_have_url(re.compile(r"query=2"))
+    expect(page.locator("#query-note .query-token")).to_have_text(tokens[2])
+    outline = page.evaluate("() => document.getElementById('heatmap').layout.shapes.map((s) => [s.y0, s.y1])")
+    assert outline == [[1.5, 2.5]]  # the chosen row is outlined
+    link = page.locator("#steps-link")
+    href = link.get_attribute("href") or ""
+    assert parse_qs(urlsplit(href).query) == {"text": [SENTENCE], "layer": ["3"], "head": ["4"], "query": ["2"]}
+
+    link.click()
+    expect(page).to_have_url(re.compile(r"/steps\?"))
+    expect(page.locator("#query-select")).to_have_value("2")
+    expect(page.locator("#layer-select")).to_have_value("3")
+    expect(page.locator("#head-select")).to_have_value("4")
+    page.go_back()
+    expect(page.locator("#query-note .query-token")).to_have_text(tokens[2])

@@ -230,13 +230,13 @@ def assert_explorer_shows(
     assert_ticks(page, "#heatmap", "y", labels)
     hover_cell(page, "#heatmap", 1, 2)
     expect(page.locator("#heatmap .hoverlayer .hovertext")).to_contain_text(f"{labels[1]} → {labels[2]}: ")
-    # The "Step through this head" form carries the text as a value, for /steps.
-    expect(page.locator("#steps-text")).to_have_value(text)
+    # The "Step through this head" link carries the text as a URL parameter, for /steps.
+    assert parse_qs(urlsplit(page.locator("#steps-link").get_attribute("href") or "").query)["text"] == [text]
     return labels
 
 
 def assert_png_export(page: Page, labels: list[str]) -> None:
-    """The modebar's only export: a PNG, named by the page (not by the text), drawn from an SVG without markup."""
+    """The modebar's only export: a PNG, named after the view, drawn from an SVG without markup."""
     page.locator("#heatmap").hover()
     downloads = page.locator("#heatmap .modebar-btn[data-title^='Download']")
     expect(downloads).to_have_count(1)
@@ -245,7 +245,8 @@ def assert_png_export(page: Page, labels: list[str]) -> None:
         downloads.click()
     download = info.value
     assert download.failure() is None
-    assert download.suggested_filename == "attnscope-head.png"
+    # Named after the view, from letters and digits only: no markup or path character of the text gets in.
+    assert re.fullmatch(r"attnscope-layer-\d+-head-\d+(-[^\W_]+)*\.png", download.suggested_filename), download.suggested_filename
     assert Path(download.path()).read_bytes()[:8] == PNG_MAGIC
 
     # The PNG is Plotly's SVG export rasterised: the same SVG holds the labels as text only.

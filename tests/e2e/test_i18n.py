@@ -1,0 +1,111 @@
+"""English and 中文 in real Chromium: the dictionaries, the language switch, and what each page shows."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .helpers import english_left, switch_to_chinese
+
+SENTENCE = "The cat sat on the mat."
+CHINESE = "注意力机制让模型学会聚焦于最相关的部分。"
+PAGES = {
+    "explorer (intro)": "/",
+    "explorer": f"/?text={quote(SENTENCE)}&layer=2&head=5",
+    "explorer (Chinese text)": f"/?text={quote(CHINESE)}",
+    "steps": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3",
+    "toy": "/toy",
+    "docs": "/docs",
+}
+
+
+def wait_ready(page: Page, path: str) -> None:
+    """Wait until the page has drawn what it fetches (so that its text is all there)."""
+    if path.startswith("/?text"):
+        page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
+    elif path.startswith(("/steps?", "/toy")):
+        expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
+    elif path == "/docs":
+        expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
+    else:
+        expect(page.locator("#intro")).to_be_visible()
+
+
+def test_the_dictionaries_have_the_same_keys_and_placeholders(page: Page):
+    page.goto("/")
+    result = page.evaluate(
+        """async () => {
+             const en = (await import('/static/js/i18n/en.js')).default;
+             const zh = (await import('/static/js/i18n/zh.js')).default;
+             const holes = (s) => Array.from(s.matchAll(/\\{(\\w+)\\}/g), (m) => m[1]).sort().join(',');
+             return {
+               onlyEn: Object.keys(en).filter((k) => !(k in zh)),
+               onlyZh: Object.keys(zh).filter((k) => !(k in en)),
+               placeholders: Object.keys(en).filter((k) => k in zh && holes(en[k]) !== holes(zh[k])),
+               empty: [...Object.entries(en), ...Object.entries(zh)].filter(([, v]) => typeof v !== 'string' || !v.trim()).map(([k]) => k),
+               untranslated: Object.keys(en).filter((k) => k in zh && /[A-Za-z]{4,}/.test(en[k]) && en[k] === zh[k]),
+               size: Object.keys(en).length,
+             };
+           }"""
+    )
+    assert result["size"] > 100
+    assert result["onlyEn"] == [] and result["onlyZh"] == []
+    assert result["placeholders"] == []
+    assert result["empty"] == []
+    # Strings equal in both are notation or names (Softmax, 'attnscope REST API'), never English prose.
+    assert all(len(re.findall(r"[A-Za-z]{4,}", key)) <= 3 for key in result["untranslated"])
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_page_in_chinese_has_no_english_ui_text_left(page: Page, name: str):
+    path = PAGES[name]
+    page.goto(path)
+    wait_ready(page, path)
+    assert english_left(page, skip="#swagger-ui") != [], "the check must see the English page"
+
+    switch_to_chinese(page)
+    wait_ready(page, path)
+    assert english_left(page, skip="#swagger-ui") == []
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    assert re.search(r"[\u4e00-\u9fff]", page.title()), "the title is Chinese"
+
+
+def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins(page: Page):
+    page.goto(f"/?text={quote(SENTENCE)}&layer=1&head=3")
+    wait_ready(page, "/?text")
+    expect(page.locator("#heatmap .gtitle")).to_have_text("Layer 1 · Head 3")
+
+    switch_to_chinese(page)
+    expect(page.locator("#heatmap .gtitle")).to_have_text("第 1 层 · 第 3 头")  # the figure too, same view
+    assert "layer=1" in page.url and "head=3" in page.url
+    page.reload()
+    expect(page.locator("#heatmap .gtitle")).to_have_text("第 1 层 · 第 3 头")
+
+    page.get_by_role("link", name="小例子").click()  # a link from the header
+    expect(page).to_have_url(re.compile(r"/toy"))
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+
+    page.goto(f"/?text={quote(SENTENCE)}&layer=1&head=3&lang=en")  # the parameter wins over the stored choice
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator("#heatmap .gtitle")).to_have_text("Layer 1 · Head 3")
+    expect(page.get_by_role("button", name="English")).to_have_attribute("aria-pressed", "true")
+    # ... and stays on the URLs the page makes, so a shared link keeps its language.
+    page.get_by_role("button", name="layer 4 head 7", exact=True).click()
+    expect(page).to_have_url(re.compile(r"lang=en"))
+    page.get_by_role("button", name="中文").click()
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    expect(page).to_have_url(re.compile(r"lang=zh"))
+    expect(page.locator("#heatmap .gtitle")).to_have_text("第 4 层 · 第 7 头")
+
+
+@pytest.mark.parametrize("name", ["explorer", "steps", "toy", "docs"])
+def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
+    page.set_viewport_size({"width": 390, "height": 800})
+    path = PAGES[name]
+    page.goto(path)
+    wait_ready(page, path)
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1], f"{widths[0]} px of content in a {widths[1]} px window"
