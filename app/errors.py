@@ -97,7 +97,7 @@ async def too_many_tokens(request: Request, exc: Exception) -> JSONResponse:
 
 async def answer_too_large(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AnswerTooLarge)
-    return JSONResponse({"detail": _sentence(exc.message)}, status_code=413)
+    return _answer(413, exc.message, (), exc.message, exc.type)  # the whole request: layers x heads x tokens
 
 
 async def client_gone(request: Request, exc: Exception) -> Response:

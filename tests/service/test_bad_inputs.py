@@ -7,8 +7,6 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from bench.common import Server
-
 JSON = {"content-type": "application/json"}
 UNICODE = {
     "right-to-left": "שלום עולם مرحبا بالعالم",
@@ -77,9 +75,8 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with Server() as s:
-        yield s
+def server(live_server):
+    return live_server
 
 
 @pytest.mark.parametrize("name, method, path, raw, accepted", CASES, ids=[c[0] for c in CASES])

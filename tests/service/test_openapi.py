@@ -1,0 +1,107 @@
+"""The OpenAPI schema of a real server: every request example works, and the rules it can state are stated."""
+
+import json
+import re
+import sys
+
+import httpx
+import jsonschema_rs
+import pytest
+
+from app.schemas import NON_BLANK
+
+
+@pytest.fixture(scope="module")
+def spec(live_server):
+    return httpx.get(f"{live_server.base}/openapi.json").json()
+
+
+def _component(spec, ref_or_schema):
+    ref = ref_or_schema.get("$ref", "")
+    return spec["components"]["schemas"][ref.rsplit("/", 1)[-1]] if ref else ref_or_schema
+
+
+def _bodies(spec):
+    """(method, path, media type entry, request schema) of every operation with a request body."""
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            if "requestBody" in operation:
+                media = operation["requestBody"]["content"]["application/json"]
+                yield method, path, media, _component(spec, media["schema"])
+
+
+def test_every_request_body_documents_examples(spec):
+    bodies = list(_bodies(spec))
+    assert {path for _, path, _, _ in bodies} == {"/api/v1/attention", "/api/v1/attention/summary",
+                                                  "/api/v1/trace", "/api/v1/toy"}
+    for method, path, media, schema in bodies:
+        assert schema.get("examples"), f"{method} {path}: the schema has no examples"
+        # Swagger UI's "Try it out" starts from the first named example of the body
+        assert [e["value"] for e in media["examples"].values()] == schema["examples"], path
+
+
+def test_every_documented_example_is_answered_200(spec, live_server):
+    posted = 0
+    for method, path, media, schema in _bodies(spec):
+        validator = jsonschema_rs.Draft202012Validator({**media["schema"], "components": spec["components"]})
+        for example in schema["examples"]:
+            assert validator.is_valid(example), f"{path}: example {example} does not match its own schema"
+            r = httpx.request(method, live_server.base + path, json=example, timeout=60)
+            assert r.status_code == 200, f"{method} {path} {json.dumps(example)} -> {r.status_code} {r.text[:300]}"
+            posted += 1
+    assert posted >= 8
+
+
+def _field(spec, schema_name, field):
+    prop = spec["components"]["schemas"][schema_name]["properties"][field]
+    return [s for s in prop.get("anyOf", [prop]) if s.get("type") != "null"][0]
+
+
+def test_the_schema_states_the_rules_it_can(spec):
+    for name in ("AttentionRequest", "SummaryRequest", "TraceRequest"):
+        for field in ("text", "text_pair"):
+            text = _field(spec, name, field)
+            assert text["minLength"] == 1 and text["pattern"] == NON_BLANK
+    for name in ("AttentionRequest", "SummaryRequest"):
+        for field in ("layers", "heads"):
+            indices = _field(spec, name, field)
+            assert indices["uniqueItems"] is True and indices["minItems"] == 1 and indices["items"]["minimum"] == 0
+    assert _field(spec, "TraceRequest", "layer")["minimum"] == 0
+    assert _field(spec, "TraceRequest", "head")["minimum"] == 0
+    summary_size = _field(spec, "SummaryRequest", "size")
+    assert (summary_size["minimum"], summary_size["maximum"]) == (1, 64)
+    n_heads = _field(spec, "ToyRequest", "n_heads")
+    assert (n_heads["minimum"], n_heads["maximum"]) == (1, 64)
+    for field in ("queries", "keys", "values"):
+        matrix = _field(spec, "ToyRequest", field)
+        assert (matrix["minItems"], matrix["maxItems"]) == (1, 64)
+        assert (matrix["items"]["minItems"], matrix["items"]["maxItems"]) == (1, 64)
+        number = matrix["items"]["items"]
+        assert (number["minimum"], number["maximum"]) == (-1e6, 1e6)
+    for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "ToyRequest", "ToyWeights"):
+        assert spec["components"]["schemas"][name]["additionalProperties"] is False
+
+
+def test_model_dependent_rules_are_documented_on_the_routes(spec):
+    paths = spec["paths"]
+    for path in ("/api/v1/attention", "/api/v1/attention/summary", "/api/v1/trace"):
+        text = paths[path]["post"]["description"]
+        for rule in ("max_tokens", "n_layers", "n_heads", "pairs", "unknown_model", "index_out_of_range"):
+            assert rule in text, f"{path} does not document {rule}"
+    toy = paths["/api/v1/toy"]["post"]["description"]
+    for rule in ("as long as its first row", "as many values as keys", "divides d_model", "toy_shape"):
+        assert rule in toy
+
+
+def test_the_blank_pattern_is_the_servers_rule(live_server):
+    """NON_BLANK matches exactly the strings that are not all whitespace to Python (str.isspace)."""
+    pattern = re.compile(NON_BLANK)
+    for code in range(sys.maxunicode + 1):
+        c = chr(code)
+        if not 0xD800 <= code <= 0xDFFF:
+            assert bool(pattern.search(c)) == (not c.isspace()), hex(code)
+    for text in ("\u2003", "\x1c\u3000", " \t\n"):
+        r = httpx.post(f"{live_server.base}/api/v1/attention", json={"text": text})
+        assert r.status_code == 422 and "blank" in r.json()["detail"]
+    assert httpx.post(f"{live_server.base}/api/v1/attention", json={"text": "\u200b", "layers": [0], "heads": [0]}
+                      ).status_code == 200  # zero-width space is not whitespace to either
