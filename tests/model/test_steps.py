@@ -1,6 +1,8 @@
 """The step functions: properties, and MultiHeadAttention against independent references."""
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +28,16 @@ finite = st.floats(min_value=-30, max_value=30, allow_nan=False, allow_infinity=
 def test_steps_are_pinned():
     assert STEPS == ("input", "project", "split", "scores", "scale",
                      "mask", "softmax", "weighted_sum", "concat", "output")
+
+
+def test_the_pages_step_list_is_model_steps():
+    """static/js/figures/steps.js keeps its own copy for the browser; it must equal model/steps.py."""
+    source = (Path(__file__).resolve().parents[2] / "static" / "js" / "figures" / "steps.js").read_text("utf-8")
+    match = re.search(r"export const STEPS\s*=\s*(?:Object\.freeze\(\s*)?\[(.*?)\]", source, re.S)
+    assert match, "steps.js no longer declares `export const STEPS = [...]`"
+    names = re.findall(r"""['"]([a-z_]+)['"]""", match.group(1))
+    assert re.sub(r"""['"][a-z_]+['"]|[\s,]""", "", match.group(1)) == ""  # nothing but quoted names
+    assert tuple(names) == STEPS
 
 
 @st.composite
