@@ -6,6 +6,7 @@ import ctypes
 
 M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
 
+_libc: ctypes.CDLL | None
 try:
     _libc = ctypes.CDLL("libc.so.6")
 except OSError:  # not glibc: nothing to tune

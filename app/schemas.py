@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from enum import Enum
-from typing import Annotated, Any, cast
+from enum import StrEnum
+from typing import Annotated, Any, Generic, TypeVar, cast
 
 from fastapi.openapi.models import Example
-
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from model.toy import MAX_ABS as TOY_MAX_ABS
@@ -161,7 +160,7 @@ class SummaryRequest(AttentionRequest):
     size: int = Field(64, ge=1, le=64, description="Largest side of a pooled map (at most 64).")
 
 
-class Encoding(str, Enum):
+class Encoding(StrEnum):
     """`json`: the JSON body. `u16`: a binary body of uint16 fixed-point weights (layout in the description)."""
 
     json = "json"
@@ -230,10 +229,13 @@ class QKVHeads(BaseModel):
     v: Stack
 
 
-class TraceSteps(BaseModel):
+StepInput = TypeVar("StepInput", Matrix, QKV)
+
+
+class Steps(BaseModel, Generic[StepInput]):
     """The steps of multi-head attention in order; per-head stacks are (head, query, ...)."""
 
-    input: Matrix = Field(description="N x d_model: the hidden state entering the layer's attention.")
+    input: StepInput
     project: QKV = Field(description="input W + b for each of q, k, v (N x d_model).")
     split: QKVHeads = Field(description="Each head's columns of q, k, v (h x N x d_head).")
     scores: Stack = Field(description="q k^T per head (h x N x N), before scaling.")
@@ -243,6 +245,12 @@ class TraceSteps(BaseModel):
     weighted_sum: Stack = Field(description="softmax @ v per head (h x N x d_head).")
     concat: Matrix = Field(description="All heads side by side (N x d_model).")
     output: Matrix = Field(description="concat W_o + b_o, before the residual add and LayerNorm.")
+
+
+class TraceSteps(Steps[Matrix]):
+    """The steps of multi-head attention in order; per-head stacks are (head, query, ...)."""
+
+    input: Matrix = Field(description="N x d_model: the hidden state entering the layer's attention.")
 
 
 class TraceResponse(BaseModel):
@@ -257,7 +265,9 @@ class TraceResponse(BaseModel):
     steps: TraceSteps
 
 
-class ToySteps(TraceSteps):
+class ToySteps(Steps[QKV]):
+    """The steps of multi-head attention in order; per-head stacks are (head, query, ...)."""
+
     input: QKV = Field(description="The three inputs before projection: q (L x d_model), k and v (S x d_model).")
 
 

@@ -66,7 +66,8 @@ U16_MEDIA_TYPE = "application/octet-stream"
 def u16_response(header: dict, blocks: list[torch.Tensor]) -> Response:
     """Weights in [0, 1] as uint16 fixed point after a JSON header (layout in the module docstring)."""
     shape = [len(blocks), *blocks[0].shape]
-    head = json.dumps({**header, "shape": shape, "dtype": "uint16", "scale": U16_SCALE}, ensure_ascii=False, separators=(",", ":")).encode()
+    head = json.dumps({**header, "shape": shape, "dtype": "uint16", "scale": U16_SCALE}, ensure_ascii=False,
+                      separators=(",", ":")).encode()
     head += b" " * (-(8 + len(head)) % 8)
     start = 8 + len(head)
     out = bytearray(start + 2 * sum(b.numel() for b in blocks))

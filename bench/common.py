@@ -120,7 +120,7 @@ class Server:
                 self.proc.wait()
         return self.proc.returncode
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         self.start()
         return self
 

@@ -24,7 +24,8 @@ SENTENCES = [
     "Where did the dog go? It went home.", "<img src=x onerror=alert(1)>", "Ünïcödé 🧠 text",
 ]
 TOY = [{}, {"causal": True}, {"queries": [[1, 2], [3, 4], [5, 6]], "n_heads": 1},
-       {"queries": [[1, 0, 2, 1]], "keys": [[0, 1, 1, 2], [1, 1, 0, 1]], "weights": {"o": [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]}}]
+       {"queries": [[1, 0, 2, 1]], "keys": [[0, 1, 1, 2], [1, 1, 0, 1]],
+        "weights": {"o": [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]}}]
 
 
 def request_mix() -> list[tuple[str, str, dict | None]]:

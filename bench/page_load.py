@@ -11,7 +11,18 @@ from urllib.parse import quote
 
 from playwright.sync_api import sync_playwright
 
-from bench.common import CHROMIUM, CHROMIUM_ARGS, Server, TextMaker, hf_forward, load_hf, median, print_table, timed, verdict
+from bench.common import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Server,
+    TextMaker,
+    hf_forward,
+    load_hf,
+    median,
+    print_table,
+    timed,
+    verdict,
+)
 
 N, LOADS, HOVERS = 512, 3, 12
 

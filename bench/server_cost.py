@@ -36,11 +36,13 @@ def run() -> str:
             hf_ms, ours_ms = [], []
             for _ in range(BLOCKS):
                 block = [texts.text(n) for _ in range(repeats)]
-                hf_ms += [timed(lambda: hf_forward(hf, text)) for text in block]
-                ours_ms += [timed(lambda: server.request("POST", "/api/v1/attention?encoding=u16", {"text": text}))
+                hf_ms += [timed(lambda text=text: hf_forward(hf, text)) for text in block]
+                ours_ms += [timed(lambda text=text: server.request("POST", "/api/v1/attention?encoding=u16",
+                                                                   {"text": text}))
                             for text in block]
             ratio = median(ours_ms) / median(hf_ms)
-            rows.append([n, f"{median(ours_ms):.1f}", f"{median(hf_ms):.1f}", f"{ratio:.2f}", f"<= {goal}", verdict(ratio <= goal)])
+            rows.append([n, f"{median(ours_ms):.1f}", f"{median(hf_ms):.1f}", f"{ratio:.2f}", f"<= {goal}",
+                         verdict(ratio <= goal)])
         out += print_table(
             "Server cost: full /attention?encoding=u16 over HTTP vs HF eager forward (median ms)",
             ["tokens", "attnscope HTTP", "HF forward", "ratio", "goal", ""], rows,

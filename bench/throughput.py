@@ -36,7 +36,8 @@ def wrk_numbers(text: str) -> dict:
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
         "p50": ms("50%"),
         "p99": ms("99%"),
-        "errors": (int(non2xx.group(1)) if non2xx else 0) + (sum(map(int, socket_errors.groups())) if socket_errors else 0),
+        "errors": (int(non2xx.group(1)) if non2xx else 0)
+        + (sum(map(int, socket_errors.groups())) if socket_errors else 0),
     }
 
 

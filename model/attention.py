@@ -16,7 +16,8 @@ from .trace import LayerRecorder
 
 def project(x: torch.Tensor, linear: nn.Linear) -> torch.Tensor:
     """x W^T + b: the full-width projection of every token."""
-    return linear(x)  # (B, T, D)
+    out: torch.Tensor = linear(x)  # (B, T, D)
+    return out
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:

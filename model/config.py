@@ -35,7 +35,7 @@ class EncoderConfig:
         return self.d_model // self.n_heads
 
     @classmethod
-    def from_hf_json(cls, path: Path) -> "EncoderConfig":
+    def from_hf_json(cls, path: Path) -> EncoderConfig:
         """Read a Hugging Face BERT `config.json`."""
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
         if raw.get("model_type") != "bert":

@@ -29,7 +29,9 @@ class AttentionMaps:
         index = torch.tensor(heads)
         return [self.per_layer[i] if every_head else self.per_layer[i][index] for i in layers]
 
-    def pooled(self, layers: list[int], heads: list[int], size: int) -> tuple[list[torch.Tensor], list[tuple[int, int]]]:
+    def pooled(
+        self, layers: list[int], heads: list[int], size: int
+    ) -> tuple[list[torch.Tensor], list[tuple[int, int]]]:
         """Max-pooled summaries at most size x size, so that no strong weight vanishes.
 
         Returns one (len(heads), M, M) tensor per layer, M = min(T, size), and the

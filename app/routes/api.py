@@ -61,10 +61,16 @@ MODEL_RULES = (
     "`text_pair` only for a model with `pairs`, else 422 (`pair_not_supported`); {indices}, else 422 "
     "(`index_out_of_range`, `loc` names the field)."
 )
-MAPS_ERRORS = {
+MAPS_ERRORS: dict[int | str, dict[str, Any]] = {
     200: BINARY_ANSWER,
     404: _error("Unknown model; `detail` names the models that exist."),
     413: _error("Too many tokens, a body over the size limit, or a JSON answer over the cap."),
+}
+
+
+TRACE_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: _error("Unknown model; `detail` names the models that exist."),
+    413: _error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
 }
 
 
@@ -143,10 +149,7 @@ def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep, gone: Cl
         "holds 6·N·D + 4·h·N·Dh + 4·h·N² numbers for N tokens and h heads; over the JSON cap: 413."
         + MODEL_RULES.format(indices="`layer` below the model's `n_layers`, `head` below its `n_heads`")
     ),
-    responses={
-        404: _error("Unknown model; `detail` names the models that exist."),
-        413: _error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
-    },
+    responses=TRACE_ERRORS,
 )
 def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
     cfg, (layer,), n = r.model.cfg, r.layers, len(r.encoded)

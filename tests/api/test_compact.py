@@ -38,7 +38,8 @@ def test_u16_equals_json_within_the_documented_error(client):
     assert r.headers["content-type"] == "application/octet-stream"
     header, weights = decode_u16(r.content)
     assert (8 + len(r.content[8:]) - weights.size * 2) % 8 == 0  # data starts at a multiple of 8
-    assert {k: header[k] for k in ("model", "tokens", "layers", "heads")} == {k: js[k] for k in ("model", "tokens", "layers", "heads")}
+    same = ("model", "tokens", "layers", "heads")
+    assert {k: header[k] for k in same} == {k: js[k] for k in same}
     assert header["shape"] == [2, 3, len(js["tokens"]), len(js["tokens"])]
     assert np.abs(weights - np.array(js["attention"])).max() <= 7.7e-6  # half a step of 1/65535, plus float32 rounding
 

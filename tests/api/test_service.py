@@ -62,7 +62,8 @@ def test_cors_allows_only_the_configured_origins():
     from app.settings import Settings
 
     with TestClient(create_app(Settings(cors_origins=["http://127.0.0.1:3000"]))) as c:
-        ok = c.options("/api/v1/toy", headers={"Origin": "http://127.0.0.1:3000", "Access-Control-Request-Method": "POST"})
+        ok = c.options("/api/v1/toy",
+                       headers={"Origin": "http://127.0.0.1:3000", "Access-Control-Request-Method": "POST"})
         assert ok.headers["access-control-allow-origin"] == "http://127.0.0.1:3000"
         assert "access-control-allow-credentials" not in ok.headers
         bad = c.post("/api/v1/toy", json={}, headers={"Origin": "http://evil.example"})

@@ -30,7 +30,7 @@ def test_loading_the_model_imports_neither_web_code_nor_transformers():
     code = (
         "import sys; from model.pretrained import PretrainedEncoder; from model.registry import MODELS; "
         "PretrainedEncoder.from_dir(MODELS['minilm'].locate()); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (FORBIDDEN,)
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=MODEL_DIR.parent)

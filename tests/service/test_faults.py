@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
-from model.pretrained import minilm_dir
 from bench.common import Server
+from model.pretrained import minilm_dir
 
 WORDS = "the city river school music light house water story world night field".split()
 
