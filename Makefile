@@ -1,11 +1,11 @@
-# attnscope: `make run` serves on http://127.0.0.1:8000, `make test` runs the whole suite,
+# attnscope: `make run` serves on http://127.0.0.1:8000, `make test` runs lint, types and the whole suite,
 # `make bench` prints the performance tables (bench/results.md).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -qq
 
-.PHONY: run test bench clean
+.PHONY: run lint test bench clean
 
 # torch first, from the CPU build this machine provides, so nothing pulls a CUDA build.
 $(VENV)/.torch:
@@ -24,7 +24,12 @@ $(VENV)/.test: $(VENV)/.app pyproject.toml
 run: $(VENV)/.app
 	$(VENV)/bin/attnscope serve
 
-test: $(VENV)/.test
+# ruff (lint and import order) over every Python file, mypy over app/ and model/ (pyproject.toml).
+lint: $(VENV)/.test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: $(VENV)/.test lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest
 
 bench: $(VENV)/.test
