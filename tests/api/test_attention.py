@@ -201,3 +201,30 @@ def test_tokens_carry_display_and_unknown(client):
     assert [t["display"] for t in tokens if t["segment"] == 1 and not t["special"]] == ["the", "cafe", "."]
     header = client.post("/api/v1/attention?encoding=u16", json={"text": text, "layers": [0], "heads": [0]})
     assert b'"display":"\xe6\xb3\xa8","unknown":true' in header.content  # the compact header carries them too
+
+
+@pytest.mark.parametrize(
+    "path, body, status, loc, type_",
+    [
+        ("attention", {"text": "x", "layers": [1, 7]}, 422, ["body", "layers", "1"], "index_out_of_range"),
+        ("attention", {"text": "x", "heads": [12]}, 422, ["body", "heads", "0"], "index_out_of_range"),
+        ("attention/summary", {"text": "x", "layers": [6]}, 422, ["body", "layers", "0"], "index_out_of_range"),
+        ("trace", {"text": "x", "layer": 6}, 422, ["body", "layer"], "index_out_of_range"),
+        ("trace", {"text": "x", "layer": 0, "head": 12}, 422, ["body", "head"], "index_out_of_range"),
+        ("attention", {"text": "x", "model": "gpt-9"}, 404, ["body", "model"], "unknown_model"),
+        ("trace", {"text": "word " * 600, "layer": 0}, 413, ["body", "text"], "too_many_tokens"),
+        ("attention", {"text": " "}, 422, ["body", "text"], "value_error"),
+    ],
+)
+def test_model_rule_errors_name_the_field(client, path, body, status, loc, type_):
+    r = client.post(f"/api/v1/{path}", json=body)
+    assert r.status_code == status, r.text
+    (error,) = r.json()["errors"]
+    assert error["loc"] == loc and error["type"] == type_ and error["msg"]
+
+
+def test_json_cap_answer_names_its_rule():
+    with TestClient(create_app(Settings(max_json_values=1000))) as small:
+        body = attention(small, text="The cat sat on the mat.").json()
+        assert body["errors"] == [{"loc": ["body"], "msg": body["detail"].removesuffix("."),
+                                   "type": "answer_too_large"}]
