@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import RECORD_STEPS, STEPS, drawn, max_abs_diff, show_step, stage
+from .helpers import RECORD_STEPS, STEPS, drawn, english_left, max_abs_diff, show_step, stage, switch_to_chinese
 
 # The worked example of the course notes, written out (not fetched): d_model 4, 2 heads, identity weights.
 QUERIES = [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]]
@@ -17,6 +18,8 @@ IDENTITY = [[1 if i == j else 0 for j in range(4)] for i in range(4)]
 # Head 0 works with columns 0-1: scores = Q_0 K_0ᵀ.
 SCORES_HEAD_0 = [[1, 0, 1, 2], [0, 1, 1, 0], [1, 1, 2, 2], [2, 0, 2, 4]]
 SCORES_HEAD_1 = [[5, 4, 1, 2], [4, 5, 2, 1], [1, 2, 1, 0], [2, 1, 0, 1]]
+# Translated with /steps (views/walkthrough.js and the step views), not by this page.
+WALKTHROUGH = "#walkthrough, #qk-panel"
 
 
 def full_body(**changes) -> dict:
@@ -51,6 +54,15 @@ def open_toy(page: Page) -> None:
     page.goto("/toy")
     expect(stage(page)).to_have_attribute("data-step", "input")
     expect(cell(page, "queries", 3, 3)).to_have_value("0")
+
+
+def wait_for_drawn(page: Page, key: str, matrix: list[list[float]]) -> None:
+    """Wait until the figure drawn for `key` holds exactly `matrix`."""
+    page.wait_for_function(
+        """([key, want]) => { const gd = document.querySelector(`[data-matrix="${key}"]`);
+                             return !!gd && !!gd.data && JSON.stringify(gd.data[0].z) === JSON.stringify(want); }""",
+        arg=[key, matrix],
+    )
 
 
 def wait_for_scores(page: Page, first_row: list[float]) -> None:
@@ -117,43 +129,213 @@ def test_editing_a_cell_recomputes_through_the_api(page: Page, api, browser_log)
 
 
 @pytest.mark.expect_http_errors(422)
-def test_an_invalid_edit_shows_the_servers_message_and_keeps_the_result(page: Page, api):
+def test_an_invalid_cell_is_named_as_labelled_and_the_result_marked_stale(page: Page, api):
     queries = copy.deepcopy(QUERIES)
     queries[1][2] = "abc"
-    not_a_number = api.post("/api/v1/toy", json=full_body(queries=queries))
-    assert not_a_number.status_code == 422
-    too_many_heads = api.post("/api/v1/toy", json=full_body(n_heads=3))
-    assert too_many_heads.status_code == 422
+    refused = api.post("/api/v1/toy", json=full_body(queries=queries))
+    assert refused.status_code == 422
+    assert [(e["loc"], e["type"]) for e in refused.json()["errors"]] == [(["body", "queries", "1", "2"], "float_type")]
     open_toy(page)
     show_step(page, "scores")
     error = page.locator("#toy-error")
     expect(error).to_be_hidden()
+    expect(page.locator("#toy-stale")).to_be_hidden()
 
     cell(page, "queries", 1, 2).fill("abc")
 
-    expect(error).to_have_text(not_a_number.json()["detail"])
+    # Named as the editor labels it (row q1, column 2), never as the raw path queries.1.2.
+    expect(error).to_have_text("Queries, row q1, column 2: not a number; type one such as 0.5 or −2")
     expect(cell(page, "queries", 1, 2)).to_have_attribute("aria-invalid", "true")
+    expect(cell(page, "queries", 1, 1)).not_to_have_attribute("aria-invalid", "true")
     expect(page.locator("#editor-queries")).to_have_class(re.compile("is-invalid"))
-    assert drawn(page, "scores") == SCORES_HEAD_0  # the last good result stays
+    # The last good result stays, marked as stale.
+    expect(page.locator("#toy-stale")).to_have_text(re.compile("^Showing the last valid result"))
+    expect(page.locator("#results")).to_have_class(re.compile("is-stale"))
+    assert drawn(page, "scores") == SCORES_HEAD_0
     expect(stage(page)).to_have_attribute("data-step", "scores")
 
-    # An empty cell is refused too.
+    # An empty cell is refused too, and said to be empty.
     cell(page, "queries", 1, 2).fill("")
-    expect(error).to_contain_text("queries.1.2")
+    expect(error).to_have_text("Queries, row q1, column 2: empty; type a number")
+    assert "queries.1.2" not in error.inner_text()
 
-    cell(page, "queries", 1, 2).fill("1")
+    # A valid edit recomputes and clears every mark.
+    queries[1][2] = 5
+    expected = toy(api, full_body(queries=queries))["steps"]
+    cell(page, "queries", 1, 2).fill("5")
     expect(error).to_be_hidden()
+    expect(page.locator("#toy-stale")).to_be_hidden()
+    expect(page.locator("#results")).not_to_have_class(re.compile("is-stale"))
+    expect(page.locator("#editor-queries")).not_to_have_class(re.compile("is-invalid"))
     expect(cell(page, "queries", 1, 2)).not_to_have_attribute("aria-invalid", "true")
+    page.select_option("#head-select", "1")  # column 2 belongs to head 1
+    wait_for_drawn(page, "scores", expected["scores"][1])
 
-    page.locator("#toy-heads").fill("3")
-    expect(error).to_have_text(too_many_heads.json()["detail"])
-    expect(page.locator("#field-heads")).to_have_class(re.compile("is-invalid"))
-    assert drawn(page, "scores") == SCORES_HEAD_0
+    # A bad cell of a weight matrix is named by its legend.
+    cell(page, "wk", 0, 3).fill("x")
+    expect(error).to_have_text("W_k, row 0, column 3: not a number; type one such as 0.5 or −2")
+    expect(page.locator("#editor-wk")).to_have_class(re.compile("is-invalid"))
+    expect(cell(page, "wk", 0, 3)).to_have_attribute("aria-invalid", "true")
 
     page.get_by_role("button", name="Reset to the worked example").click()
     expect(error).to_be_hidden()
+    expect(page.locator("#results")).not_to_have_class(re.compile("is-stale"))
+    expect(cell(page, "queries", 1, 2)).to_have_value("1")
+    expect(cell(page, "wk", 0, 3)).to_have_value("0")
+    wait_for_drawn(page, "scores", SCORES_HEAD_1)
+
+
+@pytest.mark.expect_http_errors(422)
+def test_shape_errors_mark_the_field_the_server_names(page: Page, api):
+    # One value row less than keys, through the URL: the values editor is named and marked.
+    refused = api.post("/api/v1/toy", json=full_body(values=copy.deepcopy(VALUES)[:3]))
+    assert refused.status_code == 422
+    assert [(e["loc"], e["type"]) for e in refused.json()["errors"]] == [(["body", "values"], "toy_shape")]
+    page.goto("/toy?v=10,11,20,21;12,13,22,23;14,15,24,25")
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    error = page.locator("#toy-error")
+    expect(error).to_have_text("Values: has 3 rows for 4 keys; give every key one value row")
+    expect(page.locator("#editor-values")).to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#editor-keys")).not_to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#shape-values")).to_have_text("3×4")
+    # Nothing valid was shown yet: the worked example stands in, marked as such.
+    expect(page.locator("#toy-stale")).to_have_text(re.compile("^Showing the worked example"))
+    assert drawn(page, "input-v") == VALUES
+
+    # n_heads that does not divide d_model: the Heads field.
+    refused = api.post("/api/v1/toy", json=full_body(n_heads=3))
+    assert [(e["loc"], e["type"]) for e in refused.json()["errors"]] == [(["body", "n_heads"], "toy_shape")]
+    page.goto("/toy")
+    expect(cell(page, "values", 3, 3)).to_have_value("27")
+    page.locator("#toy-heads").fill("3")
+    expect(error).to_have_text("Heads: must divide d_model (4); use 1, 2, or 4")
+    expect(page.locator("#field-heads")).to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#toy-heads")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#editor-values")).not_to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#results")).to_have_class(re.compile("is-stale"))
+    assert drawn(page, "input-v") == VALUES
+    assert "heads=3" in page.url  # a setup that is refused is still a setup the link keeps
+
+    page.locator("#toy-heads").fill("1")
+    expect(error).to_be_hidden()
+    expect(page.locator("#field-heads")).not_to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#head-select option")).to_have_count(1)
+
+
+def test_the_setup_lives_in_the_url_and_a_link_reopens_it(page: Page, api):
+    open_toy(page)
+    history = page.evaluate("() => history.length")
+    cell(page, "queries", 0, 0).fill("3")
+    cell(page, "queries", 2, 3).fill("-0.125")
+    cell(page, "wv", 1, 2).fill("0.123456789")
+    page.locator("#toy-heads").fill("1")
+    page.locator("#toy-causal").check()
+    page.select_option("#query-select", "2")
+    show_step(page, "scores")
+    expect(page).to_have_url(re.compile(r"step=scores"))
+
+    # Compact and readable: only what differs from the worked example, rows split by ";" and numbers by ",".
+    query = urlsplit(page.url).query
+    assert "q=3,0,2,1;0,1,1,2;1,1,0,-0.125;2,0,1,0" in query
+    assert "wv=1,0,0,0;0,1,0.123456789,0;0,0,1,0;0,0,0,1" in query
+    assert parse_qs(query) == {
+        "q": ["3,0,2,1;0,1,1,2;1,1,0,-0.125;2,0,1,0"], "wv": ["1,0,0,0;0,1,0.123456789,0;0,0,1,0;0,0,0,1"],
+        "heads": ["1"], "causal": ["1"], "query": ["2"], "step": ["scores"],
+    }
+    assert page.evaluate("() => history.length") == history  # typing replaces the entry, it adds none
+
+    queries = copy.deepcopy(QUERIES)
+    queries[0][0], queries[2][3] = 3, -0.125
+    w_v = copy.deepcopy(IDENTITY)
+    w_v[1][2] = 0.123456789
+    weights = {"q": IDENTITY, "k": IDENTITY, "v": w_v, "o": IDENTITY}
+    expected = toy(api, full_body(queries=queries, n_heads=1, causal=True, weights=weights))["steps"]
+
+    page.reload()
+    expect(stage(page)).to_have_attribute("data-step", "scores")
+    expect(stage(page)).to_have_attribute("data-query", "2")
+    expect(cell(page, "queries", 0, 0)).to_have_value("3")
+    expect(cell(page, "queries", 2, 3)).to_have_value("-0.125")
+    expect(cell(page, "keys", 0, 0)).to_have_value("1")  # keys are the example's: only the queries changed
+    expect(cell(page, "wv", 1, 2)).to_have_value("0.123456789")
+    expect(page.locator("#toy-heads")).to_have_value("1")
+    expect(page.locator("#toy-causal")).to_be_checked()
+    expect(page.locator("#query-select")).to_have_value("2")
+    expect(page.locator("#head-select option")).to_have_count(1)
+    page.wait_for_function("() => document.getElementById('plot-scores').data[0].z[0].length === 4")
+    assert drawn(page, "scores") == expected["scores"][0]
+    show_step(page, "weighted_sum")
+    assert max_abs_diff(drawn(page, "ws-sum"), [expected["weighted_sum"][0][2]]) <= 1e-12  # query 2
+    show_step(page, "output")
+    assert max_abs_diff(drawn(page, "output"), expected["output"]) <= 1e-12
+    show_step(page, "input")
+    assert drawn(page, "input-q") == queries
+
+
+def test_reset_and_rows_push_history_and_back_restores_the_setup(page: Page):
+    open_toy(page)
+    cell(page, "queries", 0, 0).fill("7")
+    expect(page).to_have_url(re.compile(r"q=7,"))
+    page.get_by_role("button", name="Add a key and value row").click()
+    expect(page.locator("#shape-keys")).to_have_text("5×4")
+    expect(page).to_have_url(re.compile(r"k=.*;0,0,0,0"))
+    page.get_by_role("button", name="Reset to the worked example").click()
+    expect(page).to_have_url(re.compile(r"/toy$"))
+    expect(cell(page, "queries", 0, 0)).to_have_value("1")
+
+    page.go_back()
+    expect(page.locator("#shape-keys")).to_have_text("5×4")
+    expect(cell(page, "queries", 0, 0)).to_have_value("7")
+    page.wait_for_function("() => document.getElementById('plot-input-k').data[0].z.length === 5")
+    page.go_back()
+    expect(page.locator("#shape-keys")).to_have_text("4×4")
+    expect(cell(page, "queries", 0, 0)).to_have_value("7")
+
+
+def test_an_unreadable_link_falls_back_to_the_example_and_says_so(page: Page):
+    page.goto("/toy?q=1,2;x&heads=two&causal=1&wk=1,0;0")
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    note = page.locator("#toy-url-note")
+    expect(note).to_have_text(
+        "These parts of the link could not be read: Queries, W_k, and Heads. The worked example’s values are shown there instead."
+    )
+    expect(cell(page, "queries", 3, 3)).to_have_value("0")
+    expect(cell(page, "wk", 0, 0)).to_have_value("1")
     expect(page.locator("#toy-heads")).to_have_value("2")
-    assert drawn(page, "scores") == SCORES_HEAD_0
+    expect(page.locator("#toy-causal")).to_be_checked()  # what could be read is kept
+    expect(page.locator("#toy-error")).to_be_hidden()
+    expect(page).to_have_url(re.compile(r"/toy\?causal=1$"))  # the unreadable parts leave the address
+    page.wait_for_function("() => document.getElementById('plot-input-q').data[0].z.length === 4")
+    assert drawn(page, "input-q") == QUERIES
+
+
+@pytest.mark.expect_http_errors(422)
+def test_chinese_keeps_the_edited_setup_and_names_errors_in_chinese(page: Page):
+    open_toy(page)
+    cell(page, "queries", 0, 1).fill("4")
+    page.get_by_role("button", name="Remove the last query row").click()
+    expect(page.locator("#shape-queries")).to_have_text("3×4")
+    expect(page).to_have_url(re.compile(r"q=1,4,2,1;0,1,1,2;1,1,0,1(&|$)"))
+
+    switch_to_chinese(page)
+
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    expect(cell(page, "queries", 0, 1)).to_have_value("4")
+    expect(page.locator("#shape-queries")).to_have_text("3×4")
+    expect(page.locator("#query-select option")).to_have_count(3)
+    expect(page.get_by_role("button", name="恢复为原始例子")).to_be_visible()
+    expect(cell(page, "queries", 0, 1)).to_have_attribute("aria-label", "查询，第 q0 行，第 1 列")
+    # The walkthrough (step list, stage, query/key view) is translated with /steps.
+    assert english_left(page, skip=WALKTHROUGH) == []
+
+    cell(page, "values", 2, 0).fill("?")
+    expect(page.locator("#toy-error")).to_have_text("值，第 k2 行，第 0 列：不是数字，请输入像 0.5 或 −2 这样的数")
+    expect(page.locator("#toy-stale")).to_have_text(re.compile("^正在显示上一次有效的结果"))
+    page.locator("#toy-heads").fill("x")  # refused by the same validation as the cell: both are listed
+    expect(page.locator("#toy-error li")).to_have_text([
+        "值，第 k2 行，第 0 列：不是数字，请输入像 0.5 或 −2 这样的数", "头数：必须能整除 d_model（4），可选 1、2或4",
+    ])
+    assert english_left(page, skip=WALKTHROUGH) == []
 
 
 def test_rows_can_be_added_and_removed_for_cross_attention(page: Page, api):

@@ -1,9 +1,9 @@
 """Markup, template syntax and script URLs typed by a user stay text, in real Chromium, on every page.
 
 Each payload goes everywhere a user can put text: the sentence and the second segment (URL and
-inputs), the model, layer, head, query and step parameters, the toy example's matrix cells and
-heads field, an ignored parameter of /toy, and the query string and fragment of /docs. After each
-scenario the page must hold exactly the scripts and the markup elements it ships (no new img, a, svg,
+inputs), the model, layer, head, query and step parameters, the toy example's matrix cells, heads
+field and every parameter of its setup, an ignored parameter of /toy, and the query string and
+fragment of /docs. After each scenario the page must hold exactly the scripts and the markup elements it ships (no new img, a, svg,
 b, br, iframe, ...), no on* attribute, no javascript: URL and no URL off this server; Plotly's
 SVG must hold no link and no bold/italic/line-break markup; and what the user typed must show
 literally (chips, inputs, options, tick labels, hover text, messages, title and URL). The
@@ -145,8 +145,8 @@ def assert_tokens_spell(tokens: list[dict], *texts: str) -> None:
     assert pieces == "".join(re.sub(r"\s+", "", text.lower()) for text in texts)
 
 
-def toy_detail(api, **change) -> str:
-    """The server's 422 message for the worked example with one change, as the page would send it."""
+def toy_refusal(api, **change) -> list[tuple[list[str], str]]:
+    """The server's 422 errors (loc, type) for the worked example with one change, as the page would send it."""
     example = api.post("/api/v1/toy", json={}).json()
     d = example["d_model"]
     identity = [[1 if i == j else 0 for j in range(d)] for i in range(d)]
@@ -166,7 +166,7 @@ def toy_detail(api, **change) -> str:
             body[key] = value
     response = api.post("/api/v1/toy", json=body)
     assert response.status_code == 422, response.text
-    return response.json()["detail"]
+    return [(error["loc"], error["type"]) for error in response.json()["errors"]]
 
 
 # ---- reading the page ----------------------------------------------------------------------
@@ -358,30 +358,33 @@ def open_toy(page: Page) -> None:
     expect(page.locator('#editor-queries input[data-row="3"][data-col="3"]')).to_have_value("0")
 
 
-def assert_toy_error(page: Page, detail: str) -> None:
+def assert_toy_error(page: Page, message: str) -> None:
+    """The page names the field in its own words (from the error's loc and type), as text."""
     error = page.locator("#toy-error")
-    expect(error).to_have_text(detail)
+    expect(error).to_have_text(message)
     expect(error).to_be_visible()
-    assert page.locator("#toy-error *").count() == 0
+    assert page.locator("#toy-error > :not(li), #toy-error li *").count() == 0
     expect(page.locator("#loading")).to_be_hidden()
     expect(stage(page)).to_have_attribute("data-step", "input")  # the last good result stays
+    expect(page.locator("#results")).to_have_class(re.compile("is-stale"))
 
 
 def toy_cell(page: Page, api, payload: str) -> None:
-    detail = toy_detail(api, cell=((1, 2), payload))
+    assert toy_refusal(api, cell=((1, 2), payload)) == [(["body", "queries", "1", "2"], "float_type")]
     open_toy(page)
     cell = page.locator('#editor-queries input[data-row="1"][data-col="2"]')
     cell.fill(payload)
-    assert_toy_error(page, detail)
+    assert_toy_error(page, "Queries, row q1, column 2: not a number; type one such as 0.5 or −2")
     expect(cell).to_have_value(payload)
     expect(cell).to_have_attribute("aria-invalid", "true")
+    assert payload not in page.url  # text that is not a number stays out of the address
 
 
 def toy_heads(page: Page, api, payload: str) -> None:
-    detail = toy_detail(api, n_heads=payload)
+    assert toy_refusal(api, n_heads=payload) == [(["body", "n_heads"], "int_type")]
     open_toy(page)
     page.locator("#toy-heads").fill(payload)
-    assert_toy_error(page, detail)
+    assert_toy_error(page, "Heads: must divide d_model (4); use 1, 2, or 4")
     expect(page.locator("#toy-heads")).to_have_value(payload)
     expect(page.locator("#toy-heads")).to_have_attribute("aria-invalid", "true")
 
@@ -391,6 +394,20 @@ def toy_parameter(page: Page, api, payload: str) -> None:
     wait_ready(page, "/toy")
     expect(page).to_have_title(shipped(page, "/toy")["title"])
     assert payload not in page.content()  # the parameter is not reflected anywhere
+
+
+def toy_link(page: Page, api, payload: str) -> None:
+    """Every parameter of the toy's setup holding the payload: each falls back to the example, said as text."""
+    names = ("q", "k", "v", "wq", "wk", "wv", "wo", "heads", "causal", "head", "query", "step")
+    page.goto(url("/toy", **dict.fromkeys(names, payload)))
+    wait_ready(page, "/toy")
+    note = page.locator("#toy-url-note")
+    expect(note).to_contain_text("Queries, Keys, Values, W_q, W_k, W_v, W_o, Heads, and Causal mask")
+    assert page.locator("#toy-url-note *").count() == 0
+    expect(page.locator('#editor-queries input[data-row="3"][data-col="3"]')).to_have_value("0")
+    expect(page.locator("#toy-error")).to_be_hidden()
+    expect(page).to_have_url(re.compile(r"/toy$"))
+    assert payload not in page.content()
 
 
 # ---- the API docs (/docs) -----------------------------------------------------------------
@@ -418,7 +435,7 @@ class Site:
 PAGES = {
     "explorer": Site("/", (explorer_link, explorer_model, explorer_indices, explorer_typed), (404,)),
     "steps": Site("/steps", (steps_link, steps_query)),
-    "toy": Site("/toy", (toy_parameter, toy_cell, toy_heads), (422,)),
+    "toy": Site("/toy", (toy_parameter, toy_link, toy_cell, toy_heads), (422,)),
     "docs": Site("/docs", (docs,)),
 }
 

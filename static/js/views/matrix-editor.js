@@ -1,10 +1,10 @@
-// A small matrix as a grid of text inputs, edited in place. What the user types is
-// sent as it is (a number when it reads as one), so the server's message says
-// what to change; cells or whole matrices the server names are marked invalid.
+// A small matrix as a grid of text inputs, edited in place, with its column numbers above and
+// optional row labels. What the user types is sent as it is (a number when it reads as one), so
+// the server says what is wrong; the page marks the cells or the whole matrix it names.
 
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
-/** A cell's text -> a number when it is one, null when empty, else the text itself. */
+/** A text -> a finite number when it reads as one, null when empty, else the trimmed text itself. */
 export function parseCell(text) {
   const trimmed = text.trim().replace('−', '-');
   if (trimmed === '') return null;
@@ -15,17 +15,13 @@ export function parseCell(text) {
   return trimmed;
 }
 
-/** A number as the editor writes it: up to 4 decimals, no trailing zeros. */
-export function formatEntry(value) {
-  return Number.isInteger(value) ? String(value) : String(Number(value.toFixed(4)));
-}
-
 /**
  * @param {HTMLElement} root the fieldset (its legend already written)
- * @param {{label: string, rowLabel?: (i: number) => string, onEdit: () => void}} options
- *   label names the matrix in each cell's accessible name; rowLabel labels the rows (none: no labels)
+ * @param {{rowLabel?: (i: number) => string, cellLabel: (i: number, j: number) => string,
+ *   onEdit: () => void}} options rowLabel labels the rows (none: no labels); cellLabel names a
+ *   cell for assistive technology, in the words the page's messages use
  */
-export function createMatrixEditor(root, { label, rowLabel = null, onEdit }) {
+export function createMatrixEditor(root, { rowLabel = null, cellLabel, onEdit }) {
   const grid = document.createElement('div');
   grid.className = 'cell-grid';
   const legend = root.querySelector('legend');
@@ -46,31 +42,34 @@ export function createMatrixEditor(root, { label, rowLabel = null, onEdit }) {
     input.className = 'cell-input';
     input.dataset.row = String(i);
     input.dataset.col = String(j);
-    input.setAttribute('aria-label', `${label} row ${i} column ${j}`);
+    input.setAttribute('aria-label', cellLabel(i, j));
     input.value = value;
     return input;
+  }
+
+  function label(className, text) {
+    const span = document.createElement('span');
+    span.className = className;
+    span.textContent = text;
+    return span;
   }
 
   function draw() {
     grid.style.setProperty('--cols', String(cols));
     grid.classList.toggle('has-row-labels', Boolean(rowLabel));
-    const nodes = [];
+    const nodes = rowLabel ? [label('cell-corner', '')] : [];
+    for (let j = 0; j < cols; j += 1) nodes.push(label('cell-col-label', String(j)));
     inputs.forEach((row, i) => {
-      if (rowLabel) {
-        const name = document.createElement('span');
-        name.className = 'cell-row-label';
-        name.textContent = rowLabel(i);
-        nodes.push(name);
-      }
+      if (rowLabel) nodes.push(label('cell-row-label', rowLabel(i)));
       nodes.push(...row);
     });
     grid.replaceChildren(...nodes);
   }
 
-  /** Show a matrix of numbers. */
+  /** Show a matrix of numbers, each exactly (String(x) reads back as the same number). */
   function set(matrix) {
     cols = matrix.length ? matrix[0].length : cols;
-    inputs = matrix.map((row, i) => row.map((v, j) => cell(i, j, formatEntry(v))));
+    inputs = matrix.map((row, i) => row.map((v, j) => cell(i, j, String(v))));
     draw();
     clearMarks();
   }
@@ -93,10 +92,9 @@ export function createMatrixEditor(root, { label, rowLabel = null, onEdit }) {
     return true;
   }
 
-  /** Mark the whole matrix invalid, or only the cells [[row, col], …]. */
-  function mark(cells = null) {
+  /** Mark the whole matrix invalid, and the cells [[row, col], …] among it. */
+  function mark(cells = []) {
     root.classList.add('is-invalid');
-    if (!cells) return;
     for (const [i, j] of cells) {
       const input = inputs[i]?.[j];
       if (input) input.setAttribute('aria-invalid', 'true');
@@ -115,8 +113,31 @@ export function createMatrixEditor(root, { label, rowLabel = null, onEdit }) {
     removeRow,
     mark,
     clearMarks,
+    /** The text typed in cell (i, j), or undefined outside the matrix. */
+    text: (i, j) => inputs[i]?.[j]?.value,
     get rows() {
       return inputs.length;
     },
+    get cols() {
+      return cols;
+    },
   };
+}
+
+// ---- a matrix in a URL: rows separated by ";", numbers by "," ("1,0,2;0,1,1") ----------------
+
+const MAX_SIDE = 64; // the server's limit (model/toy.py MAX_SIDE): a larger link is not read at all
+
+/** A matrix of numbers as URL text; String(x) reads back as exactly the same number. */
+export function matrixToParam(matrix) {
+  return matrix.map((row) => row.map(String).join(',')).join(';');
+}
+
+/** URL text -> a rectangular matrix of finite numbers (1 to 64 rows and columns), or null. */
+export function matrixFromParam(text) {
+  const rows = text.split(';').map((row) => row.split(',').map(parseCell));
+  const width = rows[0].length;
+  const readable = rows.length <= MAX_SIDE && width <= MAX_SIDE
+    && rows.every((row) => row.length === width && row.every((x) => typeof x === 'number'));
+  return readable ? rows : null;
 }
