@@ -105,6 +105,14 @@ function fillEditors(state) {
 
 let example = null; // the worked example: {queries, keys, values, heads, toy} (the /toy answer to {})
 
+const identityWeights = (d) => Object.fromEntries(WEIGHTS.map((w) => [w, identity(d)]));
+
+/** The worked example's setup: what every part of the URL left out stands for. */
+function exampleSetup() {
+  const { queries, keys, values, heads } = example;
+  return { queries, keys, values, heads, weights: identityWeights(queries[0].length), causal: false };
+}
+
 /** Query parameters whose string form keeps the matrices' "," and ";" readable (both are legal there). */
 class ReadableParams extends URLSearchParams {
   toString() {
@@ -373,10 +381,7 @@ els.causal.addEventListener('change', () => {
   recompute();
 });
 $('toy-reset').addEventListener('click', () => {
-  if (!example) return;
-  const { queries, keys, values, heads } = example;
-  page.navigate({ queries, keys, values, heads, weights: Object.fromEntries(WEIGHTS.map((w) => [w, identity(queries[0].length)])),
-    causal: false, ...selection });
+  if (example) page.navigate({ ...exampleSetup(), ...selection });
 });
 $('queries-add').addEventListener('click', () => changeRows(() => editors.queries.addRow()));
 $('queries-remove').addEventListener('click', () => changeRows(() => editors.queries.removeRow()));
@@ -408,8 +413,8 @@ getToy({}).then(
   (toy) => {
     const { q, k, v } = toy.steps.input;
     example = { queries: q, keys: k, values: v, heads: toy.n_heads, toy };
-    const weights = Object.fromEntries(WEIGHTS.map((w) => [w, identity(toy.d_model)]));
-    const body = { queries: q, keys: k, values: v, n_heads: toy.n_heads, causal: false, weights };
+    const { queries, keys, values, heads, causal, weights } = exampleSetup();
+    const body = { queries, keys, values, n_heads: heads, causal, weights }; // as requestBody() sends it
     answers.set(JSON.stringify(body), toy);
     return page.start();
   },
