@@ -14,7 +14,7 @@ schema can state (non-blank text, distinct and non-negative indices, matrix size
 limits, n_heads' range), it states, so a refusal for one of those fails the test.
 
 Time is bounded by EXAMPLES_PER_OPERATION examples per operation and mode, with no example
-database; the whole module took about 25 s on this 2-core machine.
+database; the whole module took 25-46 s on this 2-core machine (server start included).
 """
 
 import json
