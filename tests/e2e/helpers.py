@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-STEPS = ["input", "project", "split", "scores", "scale", "mask", "softmax", "weighted_sum", "concat", "output"]
+from model.steps import STEPS as MODEL_STEPS
+
+STEPS = list(MODEL_STEPS)  # the one source: model/steps.py
 
 # Records every value the stage's data-step takes (window.__seen), starting with the current one.
 RECORD_STEPS = """() => {
@@ -23,10 +25,10 @@ RECORD_STEPS = """() => {
 
 def max_abs_diff(a, b) -> float:
     """Largest difference of two equally shaped matrices; hidden (None) entries must match."""
-    assert len(a) == len(b) and all(len(ra) == len(rb) for ra, rb in zip(a, b)), "shapes differ"
+    assert len(a) == len(b) and all(len(ra) == len(rb) for ra, rb in zip(a, b, strict=True)), "shapes differ"
     worst = 0.0
-    for ra, rb in zip(a, b):
-        for x, y in zip(ra, rb):
+    for ra, rb in zip(a, b, strict=True):
+        for x, y in zip(ra, rb, strict=True):
             assert (x is None) == (y is None), f"hidden entries differ: {x} vs {y}"
             if x is not None:
                 worst = max(worst, abs(x - y))
