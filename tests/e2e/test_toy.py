@@ -18,9 +18,6 @@ IDENTITY = [[1 if i == j else 0 for j in range(4)] for i in range(4)]
 # Head 0 works with columns 0-1: scores = Q_0 K_0ᵀ.
 SCORES_HEAD_0 = [[1, 0, 1, 2], [0, 1, 1, 0], [1, 1, 2, 2], [2, 0, 2, 4]]
 SCORES_HEAD_1 = [[5, 4, 1, 2], [4, 5, 2, 1], [1, 2, 1, 0], [2, 1, 0, 1]]
-# The walkthrough is translated with /steps (views/walkthrough.js), not by this page; its step list
-# still says "Softmax" (notation or not is decided there).
-WALKTHROUGH = "#step-list"
 
 
 def full_body(**changes) -> dict:
@@ -326,7 +323,7 @@ def test_chinese_keeps_the_edited_setup_and_names_errors_in_chinese(page: Page):
     expect(page.locator("#query-select option")).to_have_count(3)
     expect(page.get_by_role("button", name="恢复为原始例子")).to_be_visible()
     expect(cell(page, "queries", 0, 1)).to_have_attribute("aria-label", "查询，第 q0 行，第 1 列")
-    assert english_left(page, skip=WALKTHROUGH) == []
+    assert english_left(page) == []
 
     cell(page, "values", 2, 0).fill("?")
     expect(page.locator("#toy-error")).to_have_text("值，第 k2 行，第 0 列：不是数字，请输入像 0.5 或 −2 这样的数")
@@ -335,7 +332,7 @@ def test_chinese_keeps_the_edited_setup_and_names_errors_in_chinese(page: Page):
     expect(page.locator("#toy-error li")).to_have_text([
         "值，第 k2 行，第 0 列：不是数字，请输入像 0.5 或 −2 这样的数", "头数：必须能整除 d_model（4），可选 1、2或4",
     ])
-    assert english_left(page, skip=WALKTHROUGH) == []
+    assert english_left(page) == []
 
 
 def test_rows_can_be_added_and_removed_for_cross_attention(page: Page, api):
