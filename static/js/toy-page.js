@@ -233,7 +233,7 @@ function problemOf(item, field) {
   }
   if (has(`toy.problem.${type}`)) return t(`toy.problem.${type}`);
   const msg = typeof item.msg === 'string' ? item.msg : '';
-  const echo = `${(item.loc ?? []).filter((part) => part !== 'body').join('.')}: `; // the loc, repeated
+  const echo = `${(Array.isArray(item.loc) ? item.loc : []).filter((part) => part !== 'body').join('.')}: `; // the loc again
   return (msg.startsWith(echo) ? msg.slice(echo.length) : msg) || t('toy.problem.invalid');
 }
 
