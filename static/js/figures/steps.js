@@ -1,9 +1,17 @@
 // What each step of multi-head attention shows: a trace (from /api/v1/trace or
 // /api/v1/toy) -> a grid of labelled Plotly figures and operators for one step.
-// Pure: no DOM, no fetch. views/step-stage.js lays the result out and draws it.
+// Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
+// views/step-stage.js lays the result out and draws it.
+//
+// Long inputs are shown through a window: the token axes of every matrix hold at most
+// windowSize(width) tokens (32 on a wide screen), the query rows around the chosen query and
+// the keys around it too, or from wherever the user moved the key window. Labels stay readable
+// and figures fit the screen at 512 tokens; each step also names its whole matrix (`overview`),
+// which the page shows small with the window outlined.
+import { t } from '../i18n/index.js';
+import { labelMargin, tokenLabel } from './axes.js';
 import { barsFigure } from './bars.js';
 import { escapeForPlotly } from './escape.js';
-import { labelMargin } from './axes.js';
 import { matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
 
 /** The steps of multi-head attention, in order (model/steps.py STEPS). */
@@ -31,16 +39,16 @@ export const STEPS = Object.freeze([
  * @property {object} steps the API's steps
  */
 
-/** A /api/v1/trace response -> StepData. */
+/** A /api/v1/trace response -> StepData (tokens labelled by their readable form, ⟨UNK⟩ marked). */
 export function fromTrace(trace) {
-  const labels = trace.tokens.map((token) => token.text);
+  const labels = trace.tokens.map((token) => tokenLabel(token));
   return {
     source: 'trace',
     queryLabels: labels,
     keyLabels: labels,
-    queryName: 'query',
-    keyName: 'key',
-    tokenName: 'token',
+    queryName: t('figure.query'),
+    keyName: t('figure.key'),
+    tokenName: t('walk.word.token'),
     dModel: trace.d_model,
     nHeads: trace.n_heads,
     dHead: trace.d_head,
@@ -100,20 +108,62 @@ export function maskOf(masked) {
 
 const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
 
+// ---- windows ----------------------------------------------------------------------
+// (The L × S maps' captions do not repeat the windows: the navigator above them says them.)
+
+/**
+ * How many tokens a token axis shows at once, from the stage's width: three 32-token matrices
+ * side by side keep 12 px cells (one readable label per token) on a 1400 px screen.
+ */
+export function windowSize(width) {
+  return width >= 1100 ? 32 : width >= 860 ? 24 : 16;
+}
+
+/**
+ * The window of at most `size` of the indices 0…n−1 that starts at `start`, or (start null)
+ * holds `centre` in its middle; moved inside 0…n−1 when it would stick out.
+ * @returns {{start: number, end: number, n: number, windowed: boolean}} end exclusive
+ */
+export function tokenWindow(n, size, centre, start = null) {
+  if (n <= size) return { start: 0, end: n, n, windowed: false };
+  const first = clamp(start === null ? centre - Math.floor(size / 2) : start, 0, n - size);
+  return { start: first, end: first + size, n, windowed: true };
+}
+
+/**
+ * The windows a selection shows: query rows around the query; keys from `keys` (the first key
+ * of a window the user moved) or, when null, around the query as well.
+ * @returns {{size: number, rows: ReturnType<typeof tokenWindow>, keys: ReturnType<typeof tokenWindow>}}
+ */
+export function windowsOf(T, { query, keys = null, width = 1200 }) {
+  const size = windowSize(width);
+  const q = clamp(query, 0, T.queryLabels.length - 1);
+  return {
+    size,
+    rows: tokenWindow(T.queryLabels.length, size, q),
+    keys: tokenWindow(T.keyLabels.length, size, Math.min(q, T.keyLabels.length - 1), keys),
+  };
+}
+
+/** The first key of the key window moved by `direction` halves of a window (−1 earlier, 1 later). */
+export function movedKeys({ size, keys }, direction) {
+  const half = Math.max(1, Math.floor(size / 2));
+  return clamp(keys.start + direction * half, 0, Math.max(0, keys.n - size));
+}
+
 // ---- layout pieces --------------------------------------------------------------
 
 const plot = (area, key, caption, figure) => ({ type: 'plot', area, key, caption, figure });
 const op = (area, text, id = null, small = false) => ({ type: 'op', area, text, id, small });
 
-/** Pixel sizes of one row for each kind of matrix, from the number of tokens. */
-function sizes(T) {
-  const n = Math.max(T.queryLabels.length, T.keyLabels.length);
+/** Pixel sizes of one row for each kind of matrix, from the number of tokens drawn. */
+function sizes(T, n) {
   const small = T.dModel <= NUMBERS_MAX && n <= NUMBERS_MAX;
   return {
     small,
-    wide: small ? 34 : clamp(Math.round(300 / n), 5, 18), // N × d_model
+    wide: small ? 34 : clamp(Math.round(420 / n), 8, 18), // N × d_model
     thin: small ? 26 : clamp(Math.round(80 / n), 2, 5), // N × d_model, as a small overview
-    head: small ? 38 : clamp(Math.round(380 / n), 8, 22), // N × d_head
+    head: small ? 38 : clamp(Math.round(420 / n), 8, 22), // N × d_head
     square: small ? 50 : clamp(Math.round(480 / n), 8, 34), // N × N
     dims: small ? 38 : 8, // d_head rows (K_hᵀ)
   };
@@ -132,33 +182,76 @@ function fitCell(c, fraction, cols) {
   return Math.floor((c.width * fraction - c.sideMargins) / cols);
 }
 
-/** What the step functions need: the head's position in the per-head arrays, its columns, the query. */
-function context(T, { head, query, width = 1200 }) {
+/** What the step functions need: the head's slot and columns, the query, the windows and their slices. */
+function context(T, selection) {
+  const { head, width = 1200 } = selection;
   const slot = Math.max(0, T.heads.indexOf(head));
   const h = T.heads[slot];
   const c0 = h * T.dHead;
-  const L = T.queryLabels.length;
-  const q = clamp(query, 0, L - 1);
+  const { size, rows, keys } = windowsOf(T, selection);
+  const q = clamp(selection.query, 0, T.queryLabels.length - 1);
+  const qLabels = T.queryLabels.slice(rows.start, rows.end);
+  const kLabels = T.keyLabels.slice(keys.start, keys.end);
   return {
     width,
-    sideMargins: labelMargin(T.queryLabels) + 80, // row labels, colour bar, gaps
+    sideMargins: labelMargin(qLabels) + 80, // row labels, colour bar, gaps
     slot,
     head: h,
     c0,
     c1: c0 + T.dHead - 1,
     q,
     qLabel: T.queryLabels[q],
-    L,
+    L: T.queryLabels.length,
     S: T.keyLabels.length,
-    size: sizes(T),
+    size: sizes(T, Math.max(qLabels.length, kLabels.length)),
+    windowSize: size,
+    rows,
+    keys,
+    windowed: rows.windowed || keys.windowed,
+    nq: qLabels.length,
+    nk: kLabels.length,
     rowQ: { row0: q, row1: q },
     slotCols: { col0: c0, col1: c0 + T.dHead - 1 },
+    /** The query rows in the window. */
+    Q: (matrix) => matrix.slice(rows.start, rows.end),
+    /** The key rows in the window. */
+    K: (matrix) => matrix.slice(keys.start, keys.end),
+    /** Query rows × key columns in the windows. */
+    QK: (matrix) => matrix.slice(rows.start, rows.end).map((row) => row.slice(keys.start, keys.end)),
+    qRows: { rowLabels: qLabels, rowOffset: rows.start },
+    kRows: { rowLabels: kLabels, rowOffset: keys.start },
+    kCols: { colLabels: kLabels, colOffset: keys.start },
   };
 }
 
 const shape = (rows, cols) => `${rows}×${cols}`;
-const quoted = (label) => `“${label}”`;
-const tokenBottom = (labels) => Math.round(12 + 6 * Math.max(0, ...labels.map((l) => Math.min(Array.from(String(l)).length, 14))));
+const DATA_MARK = '\u0000';
+
+/**
+ * A caption that quotes a token: the dictionary's text with `values.label` as a separate part
+ * {data: label}, which the view marks as data (translate="no"), not UI text; `suffix` follows.
+ * @returns {Array<string|{data: string}>}
+ */
+function labelled(key, values, suffix = '') {
+  const [before, after = ''] = t(key, { ...values, label: DATA_MARK }).split(DATA_MARK);
+  return [before, { data: String(values.label) }, after + suffix].filter((part) => part !== '');
+}
+const span = (w) => ({ from: w.start, to: w.end - 1 });
+
+/** " · rows 240–271" when the query (or key) rows are a window of the matrix. */
+function rowsShown(w) {
+  return w.windowed ? ` · ${t('walk.cap.rows', span(w))}` : '';
+}
+
+/** " · keys 240–271" when the key columns are a window of the matrix. */
+function keysShown(w) {
+  return w.windowed ? ` · ${t('walk.cap.keys', span(w))}` : '';
+}
+
+/** What the overview shows for a step: the whole of its main matrix, the windows outlined. */
+function overview(c, z, { kind = 'signed', range = null, keys = false } = {}) {
+  return c.windowed ? { z, kind, range, rows: c.rows, cols: keys ? c.keys : null, query: c.q } : null;
+}
 
 // ---- one function per step --------------------------------------------------------
 
@@ -168,9 +261,13 @@ function inputStep(T, c) {
     return {
       columns: 'minmax(0, 1fr)',
       areas: ['x'],
+      overview: overview(c, X),
       items: [
-        plot('x', 'input', `X · ${shape(c.L, T.dModel)}: ${c.L} tokens × d_model ${T.dModel}, entering layer ${T.layer}`,
-          matrixFigure({ z: X, rowLabels: T.queryLabels, rowName: 'token', cellPx: Math.max(c.size.wide, 8), highlights: [c.rowQ] })),
+        plot('x', 'input', t('walk.cap.inputX', { shape: shape(c.L, T.dModel), n: c.L, d: T.dModel, layer: T.layer }) + rowsShown(c.rows),
+          matrixFigure({
+            z: c.Q(X), ...c.qRows, rowName: T.tokenName, cellPx: Math.max(c.size.wide, 8), highlights: [c.rowQ],
+            range: signedRange(X),
+          })),
       ],
     };
   }
@@ -178,13 +275,14 @@ function inputStep(T, c) {
   return {
     columns: 'repeat(3, minmax(0, 1fr))',
     areas: ['q k v'],
+    overview: overview(c, q),
     items: [
-      plot('q', 'input-q', `queries X_q · ${shape(c.L, T.dModel)}`,
-        matrixFigure({ z: q, rowLabels: T.queryLabels, rowName: null, cellPx: c.size.wide, highlights: [c.rowQ] })),
-      plot('k', 'input-k', `keys X_k · ${shape(c.S, T.dModel)}`,
-        matrixFigure({ z: k, rowLabels: T.keyLabels, rowName: null, cellPx: c.size.wide })),
-      plot('v', 'input-v', `values X_v · ${shape(c.S, T.dModel)}`,
-        matrixFigure({ z: v, rowLabels: T.keyLabels, rowName: null, cellPx: c.size.wide })),
+      plot('q', 'input-q', t('walk.cap.inputQ', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
+        matrixFigure({ z: c.Q(q), ...c.qRows, rowName: null, cellPx: c.size.wide, highlights: [c.rowQ], range: signedRange(q) })),
+      plot('k', 'input-k', t('walk.cap.inputK', { shape: shape(c.S, T.dModel) }) + rowsShown(c.keys),
+        matrixFigure({ z: c.K(k), ...c.kRows, rowName: null, cellPx: c.size.wide, range: signedRange(k) })),
+      plot('v', 'input-v', t('walk.cap.inputV', { shape: shape(c.S, T.dModel) }) + rowsShown(c.keys),
+        matrixFigure({ z: c.K(v), ...c.kRows, rowName: null, cellPx: c.size.wide, range: signedRange(v) })),
     ],
   };
 }
@@ -192,20 +290,28 @@ function inputStep(T, c) {
 function projectStep(T, c) {
   const P = T.steps.project;
   const toy = T.source === 'toy';
-  const rows = { q: [T.queryLabels, T.tokenName], k: [T.keyLabels, T.tokenName], v: [T.keyLabels, T.tokenName] };
   const formula = {
     q: toy ? 'Q = X_q·W_q' : 'Q = X·W_q + b_q',
     k: toy ? 'K = X_k·W_k' : 'K = X·W_k + b_k',
     v: toy ? 'V = X_v·W_v' : 'V = X·W_v + b_v',
   };
+  const beside = c.size.small || (c.windowed && c.width >= 1000);
   const items = ['q', 'k', 'v'].map((m) => {
-    const [labels, name] = rows[m];
-    return plot(m, `project-${m}`, `${formula[m]} · ${shape(labels.length, T.dModel)} · head ${c.head}'s columns ${c.c0}–${c.c1} outlined`,
-      matrixFigure({ z: P[m], rowLabels: labels, rowName: name, cellPx: c.size.wide, highlights: [c.slotCols], slots: T.dHead }));
+    const [win, rows, n] = m === 'q' ? [c.rows, c.qRows, c.L] : [c.keys, c.kRows, c.S];
+    const z = m === 'q' ? c.Q(P[m]) : c.K(P[m]);
+    const caption = t('walk.cap.project', { formula: formula[m], shape: shape(n, T.dModel), head: c.head, c0: c.c0, c1: c.c1 });
+    return plot(m, `project-${m}`, caption + rowsShown(win),
+      matrixFigure({
+        z, ...rows, rowName: T.tokenName, cellPx: beside && !c.size.small ? 13 : c.size.wide, highlights: [c.slotCols],
+        slots: T.dHead, range: signedRange(P[m]),
+      }));
   });
-  return c.size.small
-    ? { columns: 'repeat(3, minmax(0, 1fr))', areas: ['q k v'], items }
-    : { columns: 'minmax(0, 1fr)', areas: ['q', 'k', 'v'], items };
+  return {
+    overview: overview(c, P.q),
+    ...(beside
+      ? { columns: 'repeat(3, minmax(0, 1fr))', areas: ['q k v'], items }
+      : { columns: 'minmax(0, 1fr)', areas: ['q', 'k', 'v'], items }),
+  };
 }
 
 function splitStep(T, c) {
@@ -213,60 +319,78 @@ function splitStep(T, c) {
   const split = T.steps.split;
   const items = [];
   for (const m of ['q', 'k', 'v']) {
-    const labels = m === 'q' ? T.queryLabels : T.keyLabels;
-    const name = T.tokenName;
+    const [win, rows, n, cut] = m === 'q' ? [c.rows, c.qRows, c.L, c.Q] : [c.keys, c.kRows, c.S, c.K];
     const range = signedRange(P[m]);
     const big = m.toUpperCase();
     items.push(
-      plot(`${m}f`, `split-${m}-full`, `${big} · ${shape(labels.length, T.dModel)}: ${T.nHeads} slices of ${T.dHead}`,
+      plot(`${m}f`, `split-${m}-full`, t('walk.cap.splitFull', { m: big, shape: shape(n, T.dModel), nHeads: T.nHeads, dHead: T.dHead }) + rowsShown(win),
         matrixFigure({
-          z: P[m], rowLabels: labels, rowName: name, cellPx: c.size.thin, highlights: [c.slotCols], slots: T.dHead,
+          z: cut(P[m]), ...rows, rowName: T.tokenName, cellPx: c.size.thin, highlights: [c.slotCols], slots: T.dHead,
           colorbar: false, showRowLabels: c.size.small, range,
         })),
-      op(`${m}a`, `↓ columns ${c.c0}–${c.c1}`, null, true),
-      plot(`${m}s`, `split-${m}`, `${big}_h = ${big}[:, ${c.c0}:${c.c1 + 1}] · head ${c.head} · ${shape(labels.length, T.dHead)}`,
+      op(`${m}a`, t('walk.op.columns', { c0: c.c0, c1: c.c1 }), null, true),
+      plot(`${m}s`, `split-${m}`, `${big}_h = ${big}[:, ${c.c0}:${c.c1 + 1}] · ${t('walk.word.head', { head: c.head })} · ${shape(n, T.dHead)}${rowsShown(win)}`,
         matrixFigure({
-          z: split[m][c.slot], rowLabels: labels, rowName: name, colOffset: c.c0, cellPx: c.size.head, range,
+          z: cut(split[m][c.slot]), ...rows, rowName: T.tokenName, colOffset: c.c0, cellPx: c.size.head, range,
           highlights: m === 'q' ? [c.rowQ] : [], colorbar: false,
         })),
     );
   }
-  return { columns: 'repeat(3, minmax(0, 1fr))', areas: ['qf kf vf', 'qa ka va', 'qs ks vs'], items };
+  return {
+    columns: 'repeat(3, minmax(0, 1fr))',
+    areas: ['qf kf vf', 'qa ka va', 'qs ks vs'], // ui-text: not UI (CSS grid templates)
+    overview: overview(c, split.q[c.slot], { range: signedRange(P.q) }),
+    items,
+  };
 }
 
 function scoresStep(T, c) {
   const split = T.steps.split;
   const S = T.steps.scores[c.slot];
-  const bottom = tokenBottom(T.keyLabels);
-  const cell = Math.max(8, Math.min(c.size.square, fitCell(c, 0.36, c.S))); // Q_h's rows line up with S's
+  // Side by side, Q_h's rows line up with S's; when windowed, S gets the room that Q_h and K_hᵀ
+  // give up. On a narrow stage S goes below them, at the full width.
+  const narrow = c.width < 1000;
+  const fractions = narrow ? [1, 1, 0] : c.windowed ? [0.8, 0.8, 1.35] : [1, 0.75, 1.15];
+  const total = fractions[0] + fractions[1] + fractions[2];
+  const sFraction = narrow ? 0.9 : (fractions[2] / total) * 0.94;
+  const cell = Math.max(8, Math.min(c.size.square, fitCell(c, sFraction, c.nk)));
+  const ktWidth = ((c.width - 110) * fractions[1]) / total - 48;
+  const range = signedRange(S);
+  const layout = narrow
+    ? { columns: 'minmax(0, 1fr) auto minmax(0, 1fr)', areas: ['qh dot kt', 'eq eq eq', 's s s'] } // ui-text: not UI (CSS grid templates)
+    : {
+      columns: `minmax(0, ${fractions[0]}fr) auto minmax(0, ${fractions[1]}fr) auto minmax(0, ${fractions[2]}fr)`, // ui-text: not UI (CSS grid templates)
+      areas: ['qh dot kt eq s'], // ui-text: not UI (CSS grid templates)
+    };
   return {
-    columns: 'minmax(0, 1fr) auto minmax(0, 0.75fr) auto minmax(0, 1.15fr)',
-    areas: ['qh dot kt eq s'],
+    ...layout,
+    overview: overview(c, S, { range, keys: true }),
     items: [
-      plot('qh', 'scores-q', `Q_h · ${shape(c.L, T.dHead)}`,
+      plot('qh', 'scores-q', `Q_h · ${shape(c.L, T.dHead)}${rowsShown(c.rows)}`,
         matrixFigure({
-          z: split.q[c.slot], rowLabels: T.queryLabels, rowName: T.queryName, colOffset: c.c0, cellPx: cell,
-          highlights: [c.rowQ], colorbar: false, margin: { b: bottom },
+          z: c.Q(split.q[c.slot]), ...c.qRows, rowName: T.queryName, colOffset: c.c0, cellPx: narrow ? c.size.head : cell,
+          highlights: [c.rowQ], colorbar: false, range: signedRange(split.q[c.slot]),
         })),
       op('dot', '·'),
-      plot('kt', 'scores-kt', `K_hᵀ · ${shape(T.dHead, c.S)}`,
+      plot('kt', 'scores-kt', `K_hᵀ · ${shape(T.dHead, c.S)}${keysShown(c.keys)}`,
         matrixFigure({
-          z: transpose(split.k[c.slot]), rowLabels: null, rowName: 'dim', rowOffset: c.c0, colLabels: T.keyLabels,
-          colName: T.keyName, cellPx: c.size.dims, colorbar: false, maxColTicks: 12,
+          z: transpose(c.K(split.k[c.slot])), rowLabels: null, rowName: t('walk.word.dim'), rowOffset: c.c0, ...c.kCols,
+          colName: T.keyName, cellPx: c.size.dims, colPx: ktWidth / c.nk, colorbar: false, maxColTicks: c.windowed ? 40 : 12,
+          range: signedRange(split.k[c.slot]),
         })),
       op('eq', '='),
-      plot('s', 'scores', `S = Q_h·K_hᵀ · ${shape(c.L, c.S)} · row ${c.q} ${quoted(c.qLabel)} outlined`,
-        squareMap(T, c, S, { fraction: 0.36, cellPx: cell, margin: { b: bottom } })),
+      plot('s', 'scores', labelled('walk.cap.scores', { shape: shape(c.L, c.S), query: c.q, label: c.qLabel }),
+        squareMap(T, c, c.QK(S), { fraction: sFraction, cellPx: cell, range })),
     ],
   };
 }
 
-/** An L × S map (queries × keys) in a panel of about `fraction` of the stage's width. */
+/** An L × S map (queries × keys) through its windows, in a panel of about `fraction` of the stage's width. */
 function squareMap(T, c, z, { fraction = 0.45, minCell = 30, cellPx = c.size.square, ...extra } = {}) {
   return matrixFigure({
-    z, rowLabels: T.queryLabels, rowName: T.queryName, colLabels: T.keyLabels, colName: T.keyName,
-    square: true, highlights: [c.rowQ], numbers: numbersFit(c, fraction, c.S, minCell),
-    cellPx: Math.max(8, Math.min(cellPx, fitCell(c, fraction, c.S))), // no room left above and below
+    z, ...c.qRows, rowName: T.queryName, ...c.kCols, colName: T.keyName,
+    square: true, highlights: [c.rowQ], numbers: numbersFit(c, fraction, c.nk, minCell),
+    cellPx: Math.max(8, Math.min(cellPx, fitCell(c, fraction, c.nk))), // no room left above and below
     ...extra,
   });
 }
@@ -275,14 +399,16 @@ function scaleStep(T, c) {
   const S = T.steps.scores[c.slot];
   const scaled = T.steps.scale[c.slot];
   const range = signedRange(S);
+  const factor = T.scale.toFixed(4);
   return {
-    columns: 'minmax(0, 1fr) auto auto minmax(0, 1fr)',
-    areas: ['s f eq ss'],
+    columns: 'minmax(0, 1fr) auto auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
+    areas: ['s f eq ss'], // ui-text: not UI (CSS grid templates)
+    overview: overview(c, scaled, { range, keys: true }),
     items: [
-      plot('s', 'scale-before', `scores S · ${shape(c.L, c.S)}`, squareMap(T, c, S, { range, maxColTicks: 24 })),
-      op('f', `× ${T.scale.toFixed(4)}`, 'scale-factor'),
+      plot('s', 'scale-before', t('walk.cap.scaleBefore', { shape: shape(c.L, c.S) }), squareMap(T, c, c.QK(S), { range, maxColTicks: 40 })),
+      op('f', `× ${factor}`, 'scale-factor'),
       op('eq', '='),
-      plot('ss', 'scale', `S × ${T.scale.toFixed(4)} · same colours as S: the values shrink`, squareMap(T, c, scaled, { range, maxColTicks: 24 })),
+      plot('ss', 'scale', t('walk.cap.scale', { factor }), squareMap(T, c, c.QK(scaled), { range, maxColTicks: 40 })),
     ],
   };
 }
@@ -293,39 +419,55 @@ function maskStep(T, c) {
   const hidden = masked.some((row) => row.some((v) => v === null));
   const range = signedRange(scaled);
   const cell = Math.max(8, Math.round(c.size.square * 0.8));
+  // On a narrow stage: "scaled + M" on one line, "= masked" under them.
+  const narrow = c.width < 1000;
+  const fraction = narrow ? 0.45 : 0.28;
   return {
-    columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto minmax(0, 1fr)',
-    areas: ['ss plus m eq mm'],
+    columns: narrow ? 'minmax(0, 1fr) auto minmax(0, 1fr)' : 'minmax(0, 1fr) auto minmax(0, 1fr) auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
+    areas: narrow ? ['ss plus m', '. eq mm'] : ['ss plus m eq mm'], // ui-text: not UI (CSS grid templates)
     noteKey: T.causal ? 'causal' : hidden ? null : 'noMask',
+    overview: overview(c, masked, { range, keys: true }),
     items: [
-      plot('ss', 'mask-before', `scaled scores · ${shape(c.L, c.S)}`,
-        squareMap(T, c, scaled, { range, cellPx: cell, maxColTicks: 16, fraction: 0.28 })),
+      plot('ss', 'mask-before', t('walk.cap.maskBefore', { shape: shape(c.L, c.S) }),
+        squareMap(T, c, c.QK(scaled), { range, cellPx: cell, maxColTicks: 40, fraction })),
       op('plus', '+'),
-      plot('m', 'mask-matrix', hidden ? 'mask M: 0 = visible, −∞ = hidden' : 'mask M: all 0 (nothing hidden)',
-        squareMap(T, c, maskOf(masked), {
-          range: 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 16, fraction: 0.28, minCell: 16,
+      plot('m', 'mask-matrix', t(hidden ? 'walk.cap.maskMatrix' : 'walk.cap.maskNone'),
+        squareMap(T, c, c.QK(maskOf(masked)), {
+          range: 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 40, fraction, minCell: 16,
         })),
       op('eq', '='),
-      plot('mm', 'mask', `masked scores · ${shape(c.L, c.S)}${hidden ? ' · grey = −∞' : ''}`,
-        squareMap(T, c, masked, { range, cellPx: cell, maxColTicks: 16, fraction: 0.28 })),
+      plot('mm', 'mask', t(hidden ? 'walk.cap.maskedHidden' : 'walk.cap.masked', { shape: shape(c.L, c.S) }),
+        squareMap(T, c, c.QK(masked), { range, cellPx: cell, maxColTicks: 40, fraction })),
     ],
   };
 }
 
 function softmaxStep(T, c) {
   const A = T.steps.softmax[c.slot];
-  const row = A[c.q];
-  const total = row.reduce((sum, x) => sum + x, 0);
-  const heat = squareMap(T, c, A, {
-    kind: 'weights', range: valueMax(A), fraction: 0.5, minCell: 24, cellPx: Math.min(c.size.square, 26),
+  const full = A[c.q];
+  const row = full.slice(c.keys.start, c.keys.end);
+  const sum = (values) => values.reduce((total, x) => total + x, 0);
+  const shownA = c.QK(A);
+  // Weights on a scale up to the drawn window's largest: a few keys ([CLS], [SEP]) often take
+  // most of the weight, which would leave every other drawn cell white.
+  const heat = squareMap(T, c, shownA, {
+    kind: 'weights', range: valueMax(shownA), fraction: 0.5, minCell: 24, cellPx: Math.min(c.size.square, 26),
   });
+  const label = { query: c.q, label: c.qLabel };
+  const caption = c.keys.windowed
+    ? labelled('walk.cap.barsWindow', { ...label, k0: c.keys.start, k1: c.keys.end - 1, share: sum(row).toFixed(3) })
+    : labelled('walk.cap.bars', { ...label, sum: sum(full).toFixed(3) });
   return {
     columns: 'minmax(0, 1fr) minmax(0, 1fr)',
     areas: ['a bars'],
+    overview: overview(c, A, { kind: 'weights', range: valueMax(A), keys: true }),
     items: [
-      plot('a', 'softmax', `softmax(masked scores), row by row · ${shape(c.L, c.S)} · each row sums to 1`, heat),
-      plot('bars', 'softmax-bars', `row ${c.q} ${quoted(c.qLabel)}: its weights over the keys (sum ${total.toFixed(3)})`,
-        barsFigure({ values: row, labels: T.keyLabels, name: T.keyName, height: heat.layout.height })),
+      plot('a', 'softmax', t('walk.cap.softmax', { shape: shape(c.L, c.S) }), heat),
+      plot('bars', 'softmax-bars', caption,
+        barsFigure({
+          values: row, labels: c.kCols.colLabels, offset: c.keys.start, name: T.keyName, height: heat.layout.height,
+          barPx: (c.width / 2 - 80) / c.nk,
+        })),
     ],
   };
 }
@@ -333,34 +475,39 @@ function softmaxStep(T, c) {
 function weightedSumStep(T, c) {
   const weights = T.steps.softmax[c.slot][c.q];
   const V = T.steps.split.v[c.slot];
-  const W = weightedRows(weights, V);
+  const shownWeights = weights.slice(c.keys.start, c.keys.end);
+  const W = weightedRows(shownWeights, c.K(V));
   const out = T.steps.weighted_sum[c.slot][c.q];
   const cell = c.size.head;
-  const left = labelMargin(T.keyLabels);
-  const common = { colOffset: c.c0, cellPx: cell, colorbar: false, showRowLabels: false };
+  const left = labelMargin(c.kRows.rowLabels);
+  const common = { colOffset: c.c0, cellPx: cell, colorbar: false, showRowLabels: false, ...c.kRows };
   // Each on its own colour scale: one weighted row is small next to the sum of all of them.
-  const rowsRange = signedRange(W);
+  const rowsRange = signedRange(weightedRows(weights, V));
   const sumRange = signedRange([out]);
+  const sumCaption = c.keys.windowed
+    ? t('walk.cap.wsSumWindow', { n: c.S, from: c.keys.start, to: c.keys.end - 1, query: c.q, dHead: T.dHead })
+    : t('walk.cap.wsSum', { query: c.q, dHead: T.dHead });
   return {
-    columns: 'auto auto minmax(0, 1fr) auto minmax(0, 1fr)',
+    columns: 'auto auto minmax(0, 1fr) auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
     areas: ['a x v eq w', '. . . . sum'],
+    overview: overview(c, T.steps.softmax[c.slot], { kind: 'weights', range: valueMax(T.steps.softmax[c.slot]), keys: true }),
     items: [
-      plot('a', 'ws-weights', `weights a (row ${c.q})`,
+      plot('a', 'ws-weights', t('walk.cap.wsWeights', { query: c.q }),
         matrixFigure({
-          z: weights.map((w) => [w]), rowLabels: T.keyLabels, rowName: T.keyName, colName: 'weight', kind: 'weights',
-          range: valueMax([weights]), cellPx: cell, colorbar: false, colTicks: { vals: [0], text: ['a'] },
-          width: left + 64, numbers: c.S <= NUMBERS_MAX,
+          z: shownWeights.map((w) => [w]), ...c.kRows, rowName: T.keyName, colName: t('walk.word.weight'), kind: 'weights',
+          range: valueMax([shownWeights]), cellPx: cell, colorbar: false, colTicks: { vals: [0], text: ['a'] },
+          width: left + 64, numbers: c.nk <= NUMBERS_MAX,
         })),
       op('x', '×'),
-      plot('v', 'ws-v', `V_h · ${shape(c.S, T.dHead)}: one value row per key`,
-        matrixFigure({ z: V, rowLabels: T.keyLabels, rowName: T.keyName, ...common, range: signedRange(V) })),
+      plot('v', 'ws-v', t('walk.cap.wsV', { shape: shape(c.S, T.dHead) }) + rowsShown(c.keys),
+        matrixFigure({ z: c.K(V), ...common, rowName: T.keyName, range: signedRange(V) })),
       op('eq', '='),
-      plot('w', 'ws-rows', `a_j · v_j: each value row scaled by its weight`,
-        matrixFigure({ z: W, rowLabels: T.keyLabels, rowName: T.keyName, ...common, range: rowsRange })),
-      plot('sum', 'ws-sum', `Σ of the rows above: query ${c.q}'s output · 1×${T.dHead}`,
+      plot('w', 'ws-rows', t('walk.cap.wsRows') + rowsShown(c.keys),
+        matrixFigure({ z: W, ...common, rowName: T.keyName, range: rowsRange })),
+      plot('sum', 'ws-sum', sumCaption,
         matrixFigure({
-          z: [out], rowLabels: [c.qLabel], rowName: T.queryName, ...common, range: sumRange, cellPx: Math.max(cell, 26),
-          highlights: [{}],
+          z: [out], rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, ...common, range: sumRange,
+          cellPx: Math.max(cell, 26), highlights: [{}],
         })),
     ],
   };
@@ -374,16 +521,17 @@ function concatStep(T, c) {
   return {
     columns: 'minmax(0, 1fr)',
     areas: ['strip', 'c'],
+    overview: overview(c, C, { range }),
     items: [
-      plot('strip', 'concat-strip', `query ${c.q} ${quoted(c.qLabel)}: the ${T.nHeads} heads' outputs side by side · 1×${T.dModel} · head ${c.head}'s slot outlined`,
+      plot('strip', 'concat-strip', labelled('walk.cap.concatStrip', { query: c.q, label: c.qLabel, nHeads: T.nHeads, dModel: T.dModel, head: c.head }),
         matrixFigure({
-          z: strip, rowLabels: [c.qLabel], rowName: T.queryName, cellPx: c.size.small ? 40 : 34, range,
+          z: strip, rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, cellPx: c.size.small ? 40 : 34, range,
           slots: T.dHead, highlights: [c.slotCols], colorbar: false, margin: { r: 56 },
-          colTicks: { vals: centres, text: centres.map((_, h) => escapeForPlotly(`head ${h}`)) },
+          colTicks: { vals: centres, text: centres.map((_, h) => escapeForPlotly(t('walk.word.head', { head: h }))) },
         })),
-      plot('c', 'concat', `concat(head 0, …, head ${T.nHeads - 1}) · ${shape(c.L, T.dModel)}`,
+      plot('c', 'concat', t('walk.cap.concat', { last: T.nHeads - 1, shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
         matrixFigure({
-          z: C, rowLabels: T.queryLabels, rowName: T.tokenName, cellPx: c.size.wide, range, slots: T.dHead,
+          z: c.Q(C), ...c.qRows, rowName: T.tokenName, cellPx: c.size.wide, range, slots: T.dHead,
           highlights: [c.slotCols, c.rowQ],
         })),
     ],
@@ -394,17 +542,21 @@ function outputStep(T, c) {
   const C = T.steps.concat;
   const O = T.steps.output;
   const toy = T.source === 'toy';
-  const cell = c.size.small ? c.size.wide : Math.max(5, Math.round(c.size.wide * 0.85));
+  const beside = c.size.small || (c.windowed && c.width >= 1000);
+  const cell = c.size.small ? c.size.wide : beside ? 13 : Math.max(5, Math.round(c.size.wide * 0.85));
   const items = [
-    plot('c', 'output-concat', `concat · ${shape(c.L, T.dModel)}`,
-      matrixFigure({ z: C, rowLabels: T.queryLabels, rowName: T.tokenName, cellPx: cell, slots: T.dHead })),
+    plot('c', 'output-concat', t('walk.cap.outputConcat', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
+      matrixFigure({ z: c.Q(C), ...c.qRows, rowName: T.tokenName, cellPx: cell, slots: T.dHead, range: signedRange(C) })),
     op('op', toy ? '· W_o =' : '· W_o + b_o ='),
-    plot('o', 'output', `output · ${shape(c.L, T.dModel)}${toy ? '' : ' · before the residual add and LayerNorm'}`,
-      matrixFigure({ z: O, rowLabels: T.queryLabels, rowName: T.tokenName, cellPx: cell, highlights: [c.rowQ] })),
+    plot('o', 'output', t(toy ? 'walk.cap.outputToy' : 'walk.cap.output', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
+      matrixFigure({ z: c.Q(O), ...c.qRows, rowName: T.tokenName, cellPx: cell, highlights: [c.rowQ], range: signedRange(O) })),
   ];
-  return c.size.small
-    ? { columns: 'minmax(0, 1fr) auto minmax(0, 1fr)', areas: ['c op o'], items }
-    : { columns: 'minmax(0, 1fr)', areas: ['c', 'op', 'o'], items };
+  return {
+    overview: overview(c, O),
+    ...(beside
+      ? { columns: 'minmax(0, 1fr) auto minmax(0, 1fr)', areas: ['c op o'], items } // ui-text: not UI (CSS grid templates)
+      : { columns: 'minmax(0, 1fr)', areas: ['c', 'op', 'o'], items }),
+  };
 }
 
 const BUILDERS = {
@@ -421,57 +573,65 @@ const BUILDERS = {
 };
 
 /**
- * One step as a grid of items: {columns, areas, items, noteKey?}. `columns` and `areas` are
- * CSS grid-template values; each item is a plot ({area, key, caption, figure}) or an operator
+ * One step as a grid of items: {columns, areas, items, noteKey, overview, windows}. `columns` and
+ * `areas` are CSS grid-template values; each item is a plot ({area, key, caption, figure}; a
+ * caption is a string or parts: strings and {data} for quoted token text) or an operator
  * ({area, text, id}). noteKey names a note of i18n/steps.js (noMask, causal) or is null.
+ * `overview` is null, or (when the token axes are windowed) the step's whole main matrix with
+ * the windows, for figures/matrix.js overviewFigure; `windows` are the windows drawn.
+ * @param {StepData} T
+ * @param {string} step
+ * @param {{head: number, query: number, keys?: number|null, width?: number}} selection
  */
 export function stepSpec(T, step, selection) {
   const build = BUILDERS[step];
-  if (!build) throw new Error(`unknown step ${step}`);
-  return { noteKey: null, ...build(T, context(T, selection)) };
+  if (!build) throw new Error(`unknown step ${step}`); // ui-text: not UI (a programming error)
+  const c = context(T, selection);
+  return { noteKey: null, ...build(T, c), windows: { size: c.windowSize, rows: c.rows, keys: c.keys } };
 }
 
 /**
- * The query/key view of one query (bertviz's neuron view): q, every key k_j, the products
- * q ∘ k_j and their sums, which are row `query` of the scores.
- * @returns {{columns: string, areas: string[], items: object[], sums: number[], scores: number[]}}
+ * The query/key view of one query (bertviz's neuron view): q, the keys k_j of the key window,
+ * the products q ∘ k_j and their sums, which are row `query` of the scores.
+ * @returns {{columns: string, areas: string[], items: object[], sums: number[], scores: number[],
+ *   windows: object}} sums and scores cover the key window
  */
 export function queryKeySpec(T, selection) {
   const c = context(T, selection);
   const qv = T.steps.split.q[c.slot][c.q];
-  const K = T.steps.split.k[c.slot];
+  const Kfull = T.steps.split.k[c.slot];
+  const K = c.K(Kfull);
   const products = elementwiseRows(qv, K);
   const sums = rowSums(products);
-  const range = signedRange([qv], K);
-  const cell = c.size.small ? 38 : clamp(Math.round(320 / c.S), 8, 20);
-  const left = labelMargin(T.keyLabels.concat([c.qLabel]));
+  const range = signedRange([qv], Kfull);
+  const cell = c.size.small ? 38 : clamp(Math.round(420 / c.nk), 8, 20);
+  const left = labelMargin(c.kRows.rowLabels.concat([c.qLabel]));
   return {
-    columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto auto',
+    columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto auto', // ui-text: not UI (CSS grid templates)
     areas: ['q . . . .', 'k x p eq s'],
     sums,
-    scores: T.steps.scores[c.slot][c.q],
+    scores: T.steps.scores[c.slot][c.q].slice(c.keys.start, c.keys.end),
+    windows: { size: c.windowSize, rows: c.rows, keys: c.keys },
     items: [
-      plot('q', 'qk-q', `q: query ${c.q} ${quoted(c.qLabel)} · 1×${T.dHead}`,
+      plot('q', 'qk-q', labelled('walk.cap.qkQ', { query: c.q, label: c.qLabel, dHead: T.dHead }),
         matrixFigure({
-          z: [qv], rowLabels: [c.qLabel], rowName: T.queryName, colOffset: c.c0, cellPx: Math.max(cell, 26),
+          z: [qv], rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, colOffset: c.c0, cellPx: Math.max(cell, 26),
           range, colorbar: false, margin: { l: left },
         })),
-      plot('k', 'qk-k', `keys k_j · ${shape(c.S, T.dHead)}`,
+      plot('k', 'qk-k', t('walk.cap.qkK', { shape: shape(c.S, T.dHead) }) + rowsShown(c.keys),
         matrixFigure({
-          z: K, rowLabels: T.keyLabels, rowName: T.keyName, colOffset: c.c0, cellPx: cell, range, colorbar: false,
-          margin: { l: left },
+          z: K, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, range, colorbar: false, margin: { l: left },
         })),
       op('x', '∘ q ='),
-      plot('p', 'qk-products', `q ∘ k_j: the products, dimension by dimension`,
+      plot('p', 'qk-products', t('walk.cap.qkProducts'),
         matrixFigure({
-          z: products, rowLabels: T.keyLabels, rowName: T.keyName, colOffset: c.c0, cellPx: cell, colorbar: false,
-          showRowLabels: false,
+          z: products, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, colorbar: false, showRowLabels: false,
         })),
       op('eq', 'Σ →'),
-      plot('s', 'qk-sums', `q·k_j`,
+      plot('s', 'qk-sums', 'q·k_j',
         matrixFigure({
-          z: sums.map((v) => [v]), rowLabels: T.keyLabels, rowName: T.keyName, colName: 'sum', cellPx: cell,
-          colorbar: false, showRowLabels: false, colTicks: { vals: [0], text: ['Σ'] }, width: 76, numbers: c.S <= NUMBERS_MAX,
+          z: sums.map((v) => [v]), ...c.kRows, rowName: T.keyName, colName: t('walk.word.sum'), cellPx: cell,
+          colorbar: false, showRowLabels: false, colTicks: { vals: [0], text: ['Σ'] }, width: 76, numbers: c.nk <= NUMBERS_MAX,
         })),
     ],
   };

@@ -1,7 +1,15 @@
 // Lays out a grid of figures and operators (a spec from figures/steps.js) and draws
 // each figure with Plotly. Each plot lives in <div class="plot" id="plot-KEY"
 // data-matrix="KEY">, so a test can read its numbers (gd.data[0].z).
-import { releaseFigure, renderFigure } from './plot.js';
+import { downloadName, releaseFigure, renderFigure } from './plot.js';
+
+/** Token text inside UI text: a span marked as data, not to be translated. */
+export function dataText(text) {
+  const span = document.createElement('span');
+  span.translate = false;
+  span.textContent = text;
+  return span;
+}
 
 function operator(item) {
   const element = document.createElement('div');
@@ -17,8 +25,11 @@ function panel(item) {
   figure.className = 'plot-panel';
   figure.style.gridArea = item.area;
   const caption = document.createElement('figcaption');
-  caption.textContent = item.caption;
-  caption.title = item.caption; // shown whole on hover when it is cut
+  const parts = Array.isArray(item.caption) ? item.caption : [item.caption];
+  caption.replaceChildren(...parts.map((part) => (typeof part === 'string' ? part : dataText(part.data))));
+  // Shown whole on hover when it is cut; a caption that quotes a token has no title, which
+  // could not mark the token as data.
+  if (parts.every((part) => typeof part === 'string')) caption.title = parts.join('');
   const plot = document.createElement('div');
   plot.className = 'plot';
   plot.id = `plot-${item.key}`;
@@ -33,9 +44,10 @@ function panel(item) {
  * Replace the grid's content with the spec's items and draw the figures.
  * @param {HTMLElement} grid
  * @param {{columns: string, areas: string[], items: object[]}} spec
+ * @param {Array<string|number>} [nameParts] what the figures show, for their file names
  * @returns {Promise<void>} resolves once every figure is drawn
  */
-export async function drawGrid(grid, spec) {
+export async function drawGrid(grid, spec, nameParts = []) {
   for (const gd of grid.querySelectorAll('.plot')) releaseFigure(gd);
   grid.style.gridTemplateColumns = spec.columns;
   grid.style.gridTemplateAreas = spec.areas.map((row) => `"${row}"`).join(' ');
@@ -48,5 +60,5 @@ export async function drawGrid(grid, spec) {
   });
   grid.replaceChildren(...nodes);
   // In the document and laid out first, so that Plotly measures the real widths.
-  await Promise.all(plots.map(([plot, item]) => renderFigure(plot, item.figure, { filename: `attnscope-${item.key}`, modeBar: false })));
+  await Promise.all(plots.map(([plot, item]) => renderFigure(plot, item.figure, { filename: downloadName(item.key, ...nameParts), modeBar: false })));
 }

@@ -1,6 +1,7 @@
 // The walkthrough's controls: the clickable list of steps (a progress bar),
 // previous / play-pause / next, a slider over the steps and the speed.
 // They drive a stepper (views/stepper.js) and show its state.
+import { t } from '../i18n/index.js';
 
 /**
  * @param {HTMLElement} root the element holding #step-list, #step-prev, #step-play, #step-next,
@@ -59,9 +60,9 @@ export function bindStepControls(root, stepper, labelOf) {
       button.classList.toggle('is-done', i < index);
     });
     slider.value = String(index);
-    slider.setAttribute('aria-valuetext', `step ${index + 1} of ${steps.length}: ${labelOf(steps[index])}`);
+    slider.setAttribute('aria-valuetext', t('walk.sliderValue', { n: index + 1, total: steps.length, label: labelOf(steps[index]) }));
     position.textContent = `${index + 1} / ${steps.length}`;
-    play.textContent = playing ? '❚❚ Pause' : '▶ Play';
+    play.textContent = t(playing ? 'walk.pause' : 'walk.play');
     play.setAttribute('aria-pressed', playing ? 'true' : 'false');
     prev.disabled = index === 0;
     next.disabled = index === steps.length - 1;

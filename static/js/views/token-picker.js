@@ -1,5 +1,8 @@
-// Tokens as buttons: clicking one chooses the query token. Token text only ever
-// reaches the DOM through textContent.
+// Tokens as buttons: clicking one chooses the query token. Each chip shows the token's readable
+// form, marked when the model does not know it (views/tokens.js, as in the explorer); token text
+// only ever reaches the DOM through textContent.
+import { t } from '../i18n/index.js';
+import { describeToken, fillChip } from './tokens.js';
 
 /**
  * @param {HTMLElement} container
@@ -11,21 +14,25 @@ export function createTokenPicker(container, { onSelect }) {
     if (button && container.contains(button)) onSelect(Number(button.dataset.index));
   });
 
-  /** Draw the tokens (from /trace: {text, special, segment}) with `selected` pressed. */
+  /** Draw the tokens (from /trace: {text, display, unknown, special, segment}) with `selected` pressed. */
   function render(tokens, selected) {
     const buttons = tokens.map((token, index) => {
-      const button = document.createElement('button');
+      const button = fillChip(document.createElement('button'), token, index);
       button.type = 'button';
-      button.className = 'chip';
-      if (token.segment === 1) button.classList.add('chip-segment-1');
-      if (token.special) button.classList.add('chip-special');
       button.dataset.index = String(index);
-      button.textContent = token.text;
-      button.title = `token ${index}: make it the query`;
+      button.title = t('steps.tokens.pick', { token: describeToken(token, index) });
       button.setAttribute('aria-pressed', index === selected ? 'true' : 'false');
       return button;
     });
     container.replaceChildren(...buttons);
+    const chosen = buttons[selected];
+    // A long sentence scrolls inside its box: keep the query in view (without scrolling the page),
+    // once the row around the box is laid out.
+    requestAnimationFrame(() => {
+      if (!chosen || !chosen.isConnected || container.scrollHeight <= container.clientHeight) return;
+      const offset = chosen.getBoundingClientRect().top - container.getBoundingClientRect().top;
+      container.scrollTop += offset - (container.clientHeight - chosen.offsetHeight) / 2;
+    });
   }
 
   return { render };
