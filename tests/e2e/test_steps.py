@@ -9,7 +9,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import RECORD_STEPS, STEPS, drawn, max_abs_diff, show_step, stage
+from bench.common import TextMaker
+
+from .helpers import RECORD_STEPS, STEPS, drawn, english_left, max_abs_diff, show_step, stage, switch_to_chinese
 
 SENTENCE = "The cat sat on the mat."
 XSS = "<img src=x onerror=alert(1)> <a href=http://example.com/x>link</a>"
@@ -33,6 +35,19 @@ def steps_url(text: str, **params) -> str:
 
 def query(page: Page) -> dict[str, list[str]]:
     return parse_qs(urlsplit(page.url).query)
+
+
+def ui_text(page: Page, key: str, **values) -> str:
+    """The string `key` of the page's dictionary (its language), filled as the page fills it."""
+    return page.evaluate(
+        "([key, values]) => import('/static/js/i18n/index.js').then((i18n) => i18n.t(key, values))", [key, values]
+    )
+
+
+def drawn_window(page: Page, key: str) -> tuple[list[list[float | None]], list[int], list[int]]:
+    """The numbers a figure draws and which rows and columns of its matrix they are (its y and x)."""
+    z, y, x = (drawn(page, key, field) for field in ("z", "y", "x"))
+    return z, [int(i) for i in y], [int(j) for j in x]
 
 
 def test_play_at_the_fastest_speed_visits_every_step_in_order(page: Page):
@@ -284,7 +299,8 @@ def test_markup_in_the_sentence_is_shown_as_text(page: Page, api):
     hover = page.locator("#plot-scores .hoverlayer .hovertext")
     expect(hover).to_contain_text(f"query 1 “<” · key {key} “a”: ")
     assert page.locator("#plot-scores .hoverlayer a").count() == 0
-    assert max_abs_diff(drawn(page, "scores"), expected["steps"]["scores"][0]) <= 1e-5
+    z, rows, cols = drawn_window(page, "scores")  # this sentence is long enough to be drawn through a window
+    assert max_abs_diff(z, [[expected["steps"]["scores"][0][r][c] for c in cols] for r in rows]) <= 1e-5
 
 
 def test_explorer_links_to_the_selected_head(page: Page, api):
@@ -293,7 +309,7 @@ def test_explorer_links_to_the_selected_head(page: Page, api):
     page.get_by_role("button", name="layer 4 head 7", exact=True).click()
     expect(page.locator("#heatmap .gtitle")).to_have_text("Layer 4 · Head 7")
 
-    page.get_by_role("button", name="Step through this head").click()
+    page.get_by_role("link", name="Step through this head").click()
 
     expect(stage(page)).to_have_attribute("data-step", "input")
     assert urlsplit(page.url).path == "/steps"
@@ -332,7 +348,206 @@ def test_without_a_sentence_the_page_offers_examples(page: Page):
 def test_a_blank_sentence_shows_the_servers_message(page: Page, api):
     detail = api.post("/api/v1/trace", json={"text": "  ", "layer": 0, "head": 0}).json()["detail"]
     page.goto("/steps?text=%20%20&layer=0&head=0")
-    expect(page.locator("#status")).to_have_text(detail)
+    expect(page.locator("#status")).to_have_text(ui_text(page, "error.server", status=422, detail=detail))
+    expect(page.locator("#status")).to_contain_text(detail)  # the server's own words, as they came
     expect(page.locator("#status")).to_have_class(re.compile("is-error"))
     expect(page.locator("#loading")).to_be_hidden()
     expect(page.locator("#results")).to_be_hidden()
+
+
+# ---- long inputs: drawn through windows ---------------------------------------------------------
+
+LONG_QUERY = 300
+VIEWPORT_HEIGHT = 1000  # conftest's browser_context_args
+
+
+@pytest.fixture(scope="module")
+def long_text() -> str:
+    """Random words, exactly 512 tokens: the packaged model's limit."""
+    return TextMaker(seed=11).text(512)
+
+
+def expected_window(steps: dict, key: str, rows: list[int], cols: list[int], query: int, c0: int):
+    """What the figure `key` must draw at rows × cols (its y and x), from the trace; None: not checked."""
+    pick = {
+        "input": lambda r, c: steps["input"][r][c],
+        "split-q": lambda r, c: steps["split"]["q"][0][r][c - c0],
+        "split-k": lambda r, c: steps["split"]["k"][0][r][c - c0],
+        "split-v": lambda r, c: steps["split"]["v"][0][r][c - c0],
+        "scores-q": lambda r, c: steps["split"]["q"][0][r][c - c0],
+        "scores-kt": lambda r, c: steps["split"]["k"][0][c][r - c0],  # rows are dimensions, columns keys
+        "scores": lambda r, c: steps["scores"][0][r][c],
+        "scale-before": lambda r, c: steps["scores"][0][r][c],
+        "scale": lambda r, c: steps["scale"][0][r][c],
+        "mask-before": lambda r, c: steps["scale"][0][r][c],
+        "mask": lambda r, c: steps["mask"][0][r][c],
+        "softmax": lambda r, c: steps["softmax"][0][r][c],
+        "ws-weights": lambda r, c: steps["softmax"][0][query][r],
+        "ws-v": lambda r, c: steps["split"]["v"][0][r][c - c0],
+        "ws-rows": lambda r, c: steps["softmax"][0][query][r] * steps["split"]["v"][0][r][c - c0],
+        "ws-sum": lambda r, c: steps["weighted_sum"][0][query][c - c0],
+        "concat": lambda r, c: steps["concat"][r][c],
+        "concat-strip": lambda r, c: steps["concat"][r][c],
+        "output-concat": lambda r, c: steps["concat"][r][c],
+        "output": lambda r, c: steps["output"][r][c],
+        "qk-q": lambda r, c: steps["split"]["q"][0][r][c - c0],
+        "qk-k": lambda r, c: steps["split"]["k"][0][r][c - c0],
+        "qk-sums": lambda r, c: steps["scores"][0][query][r],
+    }
+    for m in "qkv":
+        pick[f"project-{m}"] = pick[f"split-{m}-full"] = lambda r, c, m=m: steps["project"][m][r][c]
+    if key not in pick:
+        return None
+    return [[pick[key](r, c) for c in cols] for r in rows]
+
+
+# Pairs of consecutive tick labels (in axis order) whose boxes overlap, for every figure under `root`.
+OVERLAPPING_LABELS = """(root) => {
+  const found = [];
+  for (const gd of document.querySelectorAll(`${root} .plot`)) {
+    for (const axis of ['xtick', 'ytick']) {
+      const boxes = [...gd.querySelectorAll(`.${axis} text`)].map((text) => [text.textContent, text.getBoundingClientRect()])
+        .filter(([, box]) => box.width > 0 && box.height > 0)
+        .sort(([, a], [, b]) => (axis === 'xtick' ? a.left - b.left : a.top - b.top));
+      for (let i = 1; i < boxes.length; i++) {
+        const [[ta, a], [tb, b]] = [boxes[i - 1], boxes[i]];
+        const across = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const along = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (across > 0.5 && along > 0.5) found.push(`${gd.id} ${axis}: "${ta}" and "${tb}" overlap`);
+      }
+    }
+  }
+  return found;
+}"""
+
+PLOT_HEIGHTS = """(root) => Object.fromEntries([...document.querySelectorAll(`${root} .plot`)]
+  .map((gd) => [gd.id, gd.getBoundingClientRect().height]))"""
+
+
+def test_512_tokens_every_step_fits_the_screen_with_readable_labels_and_the_traces_numbers(page: Page, api, long_text):
+    layer, head, q = 2, 5, LONG_QUERY
+    expected = trace(api, long_text, layer, head)
+    assert len(expected["tokens"]) == 512
+    steps, c0 = expected["steps"], head * expected["d_head"]
+    page.goto(steps_url(long_text, layer=layer, head=head, query=q))
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    expect(page.locator("#stage-window")).to_be_visible()  # the navigator: the whole matrix, the window outlined
+    expect(page.locator("#stage-window")).to_have_attribute("data-rows", f"{q - 16}-{q + 15}")
+    expect(page.locator("#stage-window")).to_have_attribute("data-keys", f"{q - 16}-{q + 15}")
+    expect(page.locator("#tokens .chip[aria-pressed=true]")).to_be_in_viewport()  # the picker scrolled to it
+
+    draw_ms = {}
+    for step in STEPS:
+        show_step(page, step)
+        draw_ms[step] = int(stage(page).get_attribute("data-draw-ms"))
+        for root in ("#stage-grid", "#qk-grid"):
+            heights = page.evaluate(PLOT_HEIGHTS, root)
+            assert heights and all(0 < h <= 900 for h in heights.values()), (step, heights)
+            assert page.evaluate(OVERLAPPING_LABELS, root) == [], step
+        grid = page.locator("#stage-grid").bounding_box()
+        assert grid["height"] <= VIEWPORT_HEIGHT, (step, grid)  # the whole step fits the screen
+        for key in page.locator("#stage-grid .plot, #qk-grid .plot").evaluate_all("(ps) => ps.map((p) => p.dataset.matrix)"):
+            z, rows, cols = drawn_window(page, key)
+            want = expected_window(steps, key, rows, cols, q, c0)
+            if key == "softmax-bars":  # one query's weights: y over the keys x
+                assert drawn(page, key, "y") == pytest.approx([steps["softmax"][0][q][c] for c in cols], abs=1e-7)
+                continue
+            if want is None:
+                continue
+            assert len(rows) <= 32 and len(cols) <= 384, (key, len(rows), len(cols))
+            assert max_abs_diff(z, want) <= 1e-4, (step, key)
+    print(f"drawing time per step at 512 tokens (ms): {draw_ms}")
+    assert max(draw_ms.values()) < 2500, draw_ms  # it was 5 s for the full matrices at 401 tokens
+
+    # The chosen query's row and every drawn key are labelled on the scores map.
+    show_step(page, "scores")
+    ticks = page.evaluate("() => { const l = document.getElementById('plot-scores').layout; return [l.yaxis.tickvals, l.xaxis.tickvals]; }")
+    assert ticks == [list(range(q - 16, q + 16))] * 2
+
+
+def test_the_key_window_moves_and_the_overview_chooses_where_to_look(page: Page, api, long_text):
+    layer, head, q = 1, 3, LONG_QUERY
+    expected = trace(api, long_text, layer, head)
+    scores = expected["steps"]["scores"][0]
+    page.goto(steps_url(long_text, layer=layer, head=head, query=q, step="scores"))
+    expect(stage(page)).to_have_attribute("data-step", "scores")
+    expect(stage(page)).to_have_attribute("data-keys", str(q - 16))
+    expect(page.locator("#window-follow")).to_be_disabled()
+
+    def assert_keys(first: int) -> None:
+        expect(stage(page)).to_have_attribute("data-keys", str(first))
+        expect(page.locator("#qk-panel")).to_have_attribute("data-keys", str(first))
+        z, rows, cols = drawn_window(page, "scores")
+        assert cols == list(range(first, first + 32)) and rows == list(range(q - 16, q + 16))
+        assert max_abs_diff(z, [[scores[r][c] for c in cols] for r in rows]) <= 1e-4
+        sums = [row[0] for row in drawn(page, "qk-sums")]
+        assert sums == pytest.approx(scores[q][first:first + 32], abs=1e-3)
+
+    page.locator("#window-keys-next").click()  # half a window later
+    assert_keys(q)
+    assert query(page)["keys"] == [str(q)] and query(page)["query"] == [str(q)]
+    expect(page.locator("#window-follow")).to_be_enabled()
+    page.locator("#qk-keys-prev").click()
+    page.locator("#qk-keys-prev").click()
+    assert_keys(q - 32)
+    page.locator("#window-follow").click()
+    assert_keys(q - 16)
+    assert "keys" not in query(page)
+
+    # Clicking the overview at (query 100, key 400) looks there: the query moves, the keys centre on 400.
+    point = page.evaluate(
+        """([r, c]) => { const gd = document.getElementById('stage-overview'), l = gd._fullLayout;
+                        const box = gd.getBoundingClientRect();
+                        return {x: box.left + l.xaxis._offset + l.xaxis.l2p(c), y: box.top + l.yaxis._offset + l.yaxis.l2p(r)}; }""",
+        [100, 400],
+    )
+    page.mouse.click(point["x"], point["y"])
+    expect(page.locator("#query-select")).not_to_have_value(str(q))
+    chosen = int(query(page)["query"][0])
+    first = int(query(page)["keys"][0])
+    assert abs(chosen - 100) <= 6 and first <= 400 < first + 32  # the thumbnail pools 4 × 4 cells
+    expect(stage(page)).to_have_attribute("data-query", str(chosen))
+    assert_rows = drawn_window(page, "scores")[1]
+    assert chosen in assert_rows and len(assert_rows) == 32
+
+    # Every move was a history entry: Back returns to the keys around query 300.
+    page.go_back()
+    expect(stage(page)).to_have_attribute("data-query", str(q))
+    assert_keys(q - 16)
+
+
+@pytest.mark.parametrize("reload", [False, True], ids=["switched", "reloaded"])
+def test_in_chinese_no_english_is_left(page: Page, api, reload: bool):
+    # Long enough to be drawn through windows, so that the navigator is on screen too.
+    text = "注意力机制让模型学会聚焦于最相关的部分。" * 12
+    page.goto(steps_url(text, layer=1, head=2, query=40))
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    switch_to_chinese(page)
+    if reload:
+        page.reload()  # the choice is remembered
+        expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    expect(page.locator("#stage-window")).to_be_visible()
+    zh = [ui_text(page, f"step.{step}.label") for step in STEPS]
+    assert all(re.search(r"[\u4e00-\u9fff]", label) for label in zh if label != "softmax")
+    expect(page.locator("#step-list .step-name")).to_have_text(zh)
+    for step in STEPS:
+        show_step(page, step)
+        assert re.search(r"[\u4e00-\u9fff]", page.locator("#stage-body").text_content()), step
+        assert english_left(page) == [], step
+    expect(page.locator("#stage-title")).to_have_text(ui_text(page, "step.output.title"))
+    expect(page.locator("#step-play")).to_have_text(ui_text(page, "walk.play"))
+
+
+def test_a_lang_parameter_wins_over_the_stored_choice(page: Page):
+    page.goto(steps_url(SENTENCE, layer=0, head=0, query=2))
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    switch_to_chinese(page)
+    expect(page.locator("#stage-title")).to_have_text("输入 X")
+    page.goto(steps_url(SENTENCE, layer=0, head=0, query=2, lang="en"))
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator("#stage-title")).to_have_text("Input X")
+    expect(page.locator("#step-list .step-name").first).to_have_text("Input")
+    page.locator("#tokens .chip").nth(3).click()  # the page's own URLs keep the parameter
+    expect(stage(page)).to_have_attribute("data-query", "3")
+    assert query(page)["lang"] == ["en"]

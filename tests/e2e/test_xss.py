@@ -345,8 +345,33 @@ def steps_query(page: Page, api, payload: str) -> None:
     expect(stage(page)).to_have_attribute("data-query", "1")
     show_step(page, "softmax")
     expect(page.locator("#stage-body")).to_contain_text(f"(“{labels[1]}”)")
-    assert page.locator("#stage-head *:not(h2, p)").count() == 0
+    # The token sits in its own span marked as data (translate="no"), holding text only.
+    expect(page.locator('#stage-body span[translate="no"]')).to_have_text(labels[1])
+    assert page.locator('.stage-head *:not(h2, p, span[translate="no"])').count() == 0
+    assert page.locator('.stage-head span[translate="no"] *').count() == 0
     assert params(page)["query"] == ["1"] and params(page)["text"] == [payload]
+
+
+def steps_window(page: Page, api, payload: str) -> None:
+    """A text long enough to be drawn through windows: captions quote the query token as data, as text."""
+    text = " ".join([payload] * 12)
+    while text[:60].endswith(" "):  # the title holds the first 60 characters, and a title ends without a space
+        text = "x" + text
+    tokens = trace_tokens(api, text, None, 0, 0)
+    assert len(tokens) > 40
+    q = 30
+    page.goto(url("/steps", text=text, layer=0, head=0, query=q, step="softmax"))
+    labels = assert_steps_shows(page, api, text, None, 0, 0, q, "softmax")
+    expect(page.locator("#stage-window")).to_be_visible()
+    assert_ticks(page, "#plot-softmax", "x", labels)
+    assert_ticks(page, "#plot-softmax", "y", labels)
+    caption = page.locator('figure:has(#plot-softmax-bars) figcaption span[translate="no"]')
+    expect(caption).to_have_text(labels[q])
+    assert page.locator("figcaption *:not(span[translate=\"no\"]), figcaption span *").count() == 0
+    page.locator("#window-keys-next").click()
+    expect(stage(page)).to_have_attribute("data-keys", str(q))
+    assert_ticks(page, "#plot-softmax", "x", labels)
+    assert params(page)["keys"] == [str(q)] and params(page)["text"] == [text]
 
 
 # ---- the worked example (/toy) ---------------------------------------------------------
@@ -434,7 +459,7 @@ class Site:
 # page (a fresh page spends most of a second compiling plotly.min.js again).
 PAGES = {
     "explorer": Site("/", (explorer_link, explorer_model, explorer_indices, explorer_typed), (404,)),
-    "steps": Site("/steps", (steps_link, steps_query)),
+    "steps": Site("/steps", (steps_link, steps_query, steps_window)),
     "toy": Site("/toy", (toy_parameter, toy_link, toy_cell, toy_heads), (422,)),
     "docs": Site("/docs", (docs,)),
 }
