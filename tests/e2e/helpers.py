@@ -91,7 +91,9 @@ _ENGLISH_LEFT = """async ([notation, skip]) => {
       if (value && english(value).length) found.push(`${element.tagName.toLowerCase()}[${name}]: ${value}`);
     }
   }
-  if (english(document.title).length) found.push(`title: ${document.title}`);
+  const typed = (document.getElementById('text-input')?.value || '').trim().slice(0, 60);
+  const title = typed ? document.title.replace(typed, '') : document.title;  // the user's text is data
+  if (english(title).length) found.push(`title: ${document.title}`);
   return found;
 }"""
 
