@@ -1,13 +1,16 @@
 """The one place where errors become HTTP answers: domain errors of model/ and the server's own.
 
-Every answer is `{"detail": "<one sentence>", "errors": [{"loc", "msg", "type"}, ...]}`; `loc` is
-a path into the request starting with "body" (["body", "queries", "1", "2"]: row 1, column 2 of
-the toy's queries), so clients mark the field without parsing `detail`. `type` names the rule.
+Every answer is `{"detail": "<one sentence>", "errors": [{"loc", "msg", "type", "ctx"?}, ...]}`; `loc`
+is a path into the request starting with "body" (["body", "queries", "1", "2"]: row 1, column 2 of
+the toy's queries), so clients mark the field without parsing `detail`. `type` names the rule and
+`ctx`, where the rule has numbers, holds them ({"values": 3, "keys": 4}), so a client can word the
+problem in its own language. `msg` says what is wrong with that field; `detail` names the field too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from model.errors import InputError, UnknownModel
+from model.errors import Ctx, InputError, UnknownModel
 from model.tokenizer import TooManyTokens
 
 
@@ -42,8 +45,16 @@ def _sentence(text: str) -> str:
     return text if text.endswith(".") else f"{text}."
 
 
-def _answer(status: int, detail: str, loc: Sequence[str], msg: str, type_: str) -> JSONResponse:
-    item = {"loc": ["body", *loc], "msg": msg, "type": type_}
+def _item(loc: Sequence[Any], msg: str, type_: str, ctx: Ctx | None) -> dict[str, Any]:
+    item: dict[str, Any] = {"loc": [str(p) for p in loc], "msg": msg, "type": type_}
+    if ctx is not None:
+        item["ctx"] = ctx
+    return item
+
+
+def _answer(status: int, detail: str, loc: Sequence[str], msg: str, type_: str,
+            ctx: Ctx | None = None) -> JSONResponse:
+    item = _item(["body", *loc], msg, type_, ctx)
     return JSONResponse({"detail": _sentence(detail), "errors": [item]}, status_code=status)
 
 
@@ -53,14 +64,29 @@ def _where(loc: tuple[Any, ...]) -> str:
 
 
 def _validation_message(err: Any) -> str:
+    """What is wrong with the field, without naming it (its loc does; `detail` adds the name)."""
     if err.get("type") == "json_invalid":
         return "the request body is not valid JSON; send a JSON object"
-    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     if err.get("type") == "extra_forbidden":
-        msg = "unknown field; remove it"
-    elif err.get("type") == "missing":
-        msg = "field required"
-    return f"{_where(tuple(err.get('loc', ())))}: {msg}"
+        return "unknown field; remove it"
+    if err.get("type") == "missing":
+        return "field required"
+    return str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+
+
+def _json_safe(value: object) -> bool:
+    if isinstance(value, str):
+        return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)  # a lone surrogate cannot be encoded
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _validation_ctx(err: Any) -> Ctx | None:
+    """pydantic's ctx ({"max_length": 64, ...}) when every value is a number or a string, else none
+    (value_error holds the exception itself)."""
+    ctx = err.get("ctx")
+    if not isinstance(ctx, Mapping) or not ctx or not all(_json_safe(v) for v in ctx.values()):
+        return None
+    return {str(k): v for k, v in ctx.items()}
 
 
 async def validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -68,10 +94,12 @@ async def validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errs = exc.errors()
     messages = [_validation_message(e) for e in errs]
+    named = [m if e.get("type") == "json_invalid" else f"{_where(tuple(e.get('loc', ())))}: {m}"
+             for e, m in zip(errs, messages, strict=True)]
     body = {
-        "detail": "; ".join(messages[:3]) + (f" (and {len(messages) - 3} more)" if len(messages) > 3 else ""),
+        "detail": "; ".join(named[:3]) + (f" (and {len(named) - 3} more)" if len(named) > 3 else ""),
         "errors": [
-            {"loc": [str(p) for p in e.get("loc", ())], "msg": m, "type": str(e.get("type", ""))}
+            _item(e.get("loc", ()), m, str(e.get("type", "")), _validation_ctx(e))
             for e, m in zip(errs, messages, strict=True)
         ],
     }
@@ -81,7 +109,7 @@ async def validation_error(request: Request, exc: Exception) -> JSONResponse:
 async def input_error(request: Request, exc: Exception) -> JSONResponse:
     """A model's rule the request broke (toy shapes, index ranges, pairs): 422 naming the field."""
     assert isinstance(exc, InputError)
-    return _answer(422, exc.message, exc.loc, exc.message, exc.type)
+    return _answer(422, exc.message, exc.loc, exc.message, exc.type, exc.ctx)
 
 
 async def unknown_model(request: Request, exc: Exception) -> JSONResponse:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Generic, TypeVar, cast
 
 from fastapi.openapi.models import Example
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from model.toy import MAX_ABS as TOY_MAX_ABS
 from model.toy import MAX_SIDE as TOY_MAX_SIDE
@@ -42,8 +43,9 @@ def _check_distinct(values: list[int]) -> list[int]:
 
 
 def _check_magnitude(value: float) -> float:
-    if abs(value) > TOY_MAX_ABS:
-        raise ValueError(f"must be at most {TOY_MAX_ABS:g} in magnitude; scale it down")
+    if abs(value) > TOY_MAX_ABS:  # the toy's own rule, under its own type (model/errors.py TOY_RULES)
+        raise PydanticCustomError("toy_magnitude", f"must be at most {TOY_MAX_ABS:g} in magnitude; scale it down",
+                                  {"max": TOY_MAX_ABS})
     return value
 
 
@@ -306,6 +308,9 @@ class FieldError(BaseModel):
     loc: list[str]
     msg: str
     type: str
+    ctx: dict[str, float | str] | None = Field(
+        None, description="The rule's numbers and names, e.g. {\"values\": 3, \"keys\": 4} for toy_value_rows."
+    )
 
 
 class ErrorResponse(BaseModel):

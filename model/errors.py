@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+Ctx = dict[str, int | float | str]  # an error's numbers and names, e.g. {"values": 3, "keys": 4}
+
 
 class InputError(ValueError):
     """An input a model cannot take; `loc` names the field, the message says what to change.
@@ -17,6 +19,7 @@ class InputError(ValueError):
     """
 
     type = "invalid_input"
+    ctx: Ctx | None = None  # the rule's numbers, for rules that state them
 
     def __init__(self, loc: Sequence[str | int], message: str) -> None:
         super().__init__(message)
@@ -24,10 +27,38 @@ class InputError(ValueError):
         self.message = message
 
 
-class ToyShapeError(InputError):
-    """A toy matrix or setting that does not fit the others (sizes, n_heads, limits)."""
+# The toy's rules: error type -> (the ctx keys its error carries, what breaks it). The /toy route
+# documents this table; a field named in `loc` (the matrix, row or cell) is not repeated in ctx.
+TOY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "toy_no_queries": ((), "keys or values sent without queries"),
+    "toy_empty": ((), "a matrix without rows or numbers"),
+    "toy_ragged": (("cols", "first_cols"), "a row not as long as the matrix's first row"),
+    "toy_size": (("rows", "cols", "max"), "a matrix over max x max"),
+    "toy_not_finite": ((), "a cell that is not a finite number"),
+    "toy_magnitude": (("max",), "a cell over max in magnitude"),
+    "toy_columns": (("cols", "d_model"), "keys or values whose width is not d_model (the queries' width)"),
+    "toy_value_rows": (("values", "keys"), "values and keys differ in rows"),
+    "toy_odd_d_model": (("d_model",), "an odd d_model without n_heads (the default, 2, does not divide it)"),
+    "toy_heads_divide": (("n_heads", "d_model"), "n_heads does not divide d_model"),
+    "toy_weight_name": (("name",), "a weight other than q, k, v and o"),
+    "toy_weight_shape": (("rows", "cols", "d_model"), "a weight that is not d_model x d_model"),
+}
 
-    type = "toy_shape"
+
+class ToyShapeError(InputError):
+    """A toy matrix or setting that does not fit the others (sizes, n_heads, limits).
+
+    `type` is one of TOY_RULES; `ctx` holds that rule's numbers (e.g. {"values": 3, "keys": 4}),
+    so a client can word the problem itself.
+    """
+
+    def __init__(self, type_: str, loc: Sequence[str | int], message: str, **ctx: int | float | str) -> None:
+        keys, _ = TOY_RULES[type_]
+        if set(ctx) != set(keys):
+            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
+        super().__init__(loc, message)
+        self.type = type_
+        self.ctx = dict(ctx)
 
 
 class IndexOutOfRange(InputError):

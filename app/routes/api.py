@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import torch
 from fastapi import APIRouter, Query, Response
 
+from model.errors import TOY_RULES
 from model.sizes import attention_numbers, pooled_side, trace_numbers
 from model.toy import run_toy
 
@@ -174,8 +175,9 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> R
         "which the schema cannot state: every row of a matrix as long as its first row; keys and values have "
         "as many columns as queries (d_model); as many values as keys; each weight is d_model x d_model; "
         "n_heads divides d_model (an odd d_model needs n_heads). A broken one is answered 422 with "
-        "`errors[0].type` `toy_shape` and `errors[0].loc` naming the field, row or cell, e.g. "
-        "`[\"body\", \"values\"]` or `[\"body\", \"queries\", \"1\"]`."
+        "`errors[0].loc` naming the field, row or cell, e.g. `[\"body\", \"values\"]` or "
+        "`[\"body\", \"queries\", \"1\"]`, `errors[0].type` naming the rule and `errors[0].ctx` its numbers: "
+        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in TOY_RULES.items()) + "."
     ),
 )
 def toy(req: ToyInput, hub: Hub, gone: ClientLeft) -> Response:

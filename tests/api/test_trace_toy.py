@@ -202,62 +202,116 @@ def test_toy_non_finite_numbers(client, raw):
     assert r.status_code == 422 and "finite" in r.json()["detail"]
 
 
-# Every toy error names its field as a path (the page marks the field without reading the sentence).
-@pytest.mark.parametrize(
-    "body, loc, type_",
-    [
-        ({"queries": [[1, 2], [3]]}, ["body", "queries", "1"], "toy_shape"),
-        ({"queries": [[1, 2]], "keys": [[1, 2], [3, 4]], "values": [[1, 2], [3, 4, 5]]}, ["body", "values", "1"],
-         "toy_shape"),
-        ({"queries": [[1, 2, 3]]}, ["body", "n_heads"], "toy_shape"),
-        ({"queries": [[1, 2]], "n_heads": 3}, ["body", "n_heads"], "toy_shape"),
-        ({"queries": [[1, 2]], "keys": [[1, 2, 3]]}, ["body", "keys"], "toy_shape"),
-        ({"queries": [[1, 2]], "values": [[1, 2], [3, 4]]}, ["body", "values"], "toy_shape"),
-        ({"queries": [[1, 2]], "weights": {"q": [[1]]}}, ["body", "weights", "q"], "toy_shape"),
-        ({"queries": [[1, 2]], "weights": {"o": [[1, 2], [3]]}}, ["body", "weights", "o", "1"], "toy_shape"),
-        ({"keys": [[1, 2]]}, ["body", "queries"], "toy_shape"),
-        # rules the schema states are answered by the validation handler, in the same format
-        ({"queries": [[1, 2], [3, 2e6]]}, ["body", "queries", "1", "1"], "value_error"),
-        ({"queries": [[1, 2], [3, "4"]]}, ["body", "queries", "1", "1"], "float_type"),
-        ({"queries": [[1] * 65]}, ["body", "queries", "0"], "too_long"),
-        ({"queries": [[1, 2]], "weights": {"x": [[1]]}}, ["body", "weights", "x"], "extra_forbidden"),
-        ({"queries": [[1, 2]], "n_heads": 0}, ["body", "n_heads"], "greater_than_equal"),
-    ],
-)
-def test_toy_errors_carry_the_field_path(client, body, loc, type_):
+# Every toy error names its field as a path and its rule as a type (the page marks the field and
+# words the problem without reading the sentence); toy rules carry their numbers in ctx.
+HTTP_CASES = [
+    ({"queries": [[1, 2], [3]]}, ["body", "queries", "1"], "toy_ragged", {"cols": 1, "first_cols": 2}),
+    ({"queries": [[1, 2]], "keys": [[1, 2], [3, 4]], "values": [[1, 2], [3, 4, 5]]}, ["body", "values", "1"],
+     "toy_ragged", {"cols": 3, "first_cols": 2}),
+    ({"queries": [[1, 2, 3]]}, ["body", "n_heads"], "toy_odd_d_model", {"d_model": 3}),
+    ({"queries": [[1, 2, 3, 4]], "n_heads": 3}, ["body", "n_heads"], "toy_heads_divide",
+     {"n_heads": 3, "d_model": 4}),
+    ({"queries": [[1, 2, 3, 4]], "keys": [[1, 2, 3]]}, ["body", "keys"], "toy_columns", {"cols": 3, "d_model": 4}),
+    ({"queries": [[1, 2]], "keys": [[1, 2]] * 4, "values": [[1, 2, 3]] * 4}, ["body", "values"], "toy_columns",
+     {"cols": 3, "d_model": 2}),
+    ({"queries": [[1, 2]], "keys": [[1, 2]] * 4, "values": [[1, 2]] * 3}, ["body", "values"], "toy_value_rows",
+     {"values": 3, "keys": 4}),
+    ({"queries": [[1, 2]], "values": [[1, 2], [3, 4]]}, ["body", "values"], "toy_value_rows",
+     {"values": 2, "keys": 1}),  # keys default to the queries
+    ({"queries": [[1, 2]], "weights": {"q": [[1]]}}, ["body", "weights", "q"], "toy_weight_shape",
+     {"rows": 1, "cols": 1, "d_model": 2}),
+    ({"queries": [[1, 2]], "weights": {"o": [[1, 2], [3]]}}, ["body", "weights", "o", "1"], "toy_ragged",
+     {"cols": 1, "first_cols": 2}),
+    ({"keys": [[1, 2]]}, ["body", "queries"], "toy_no_queries", {}),
+    # the schema states this toy rule too, and answers it under the same type
+    ({"queries": [[1, 2], [3, 2e6]]}, ["body", "queries", "1", "1"], "toy_magnitude", {"max": 1e6}),
+    # rules of pydantic's own keep pydantic's type, and its ctx where that is numbers and strings
+    ({"queries": [[1, 2], [3, "4"]]}, ["body", "queries", "1", "1"], "float_type", None),
+    ({"queries": [[1] * 65]}, ["body", "queries", "0"], "too_long",
+     {"field_type": "List", "max_length": 64, "actual_length": 65}),
+    ({"queries": [[1, 2]], "weights": {"x": [[1]]}}, ["body", "weights", "x"], "extra_forbidden", None),
+    ({"queries": [[1, 2]], "n_heads": 0}, ["body", "n_heads"], "greater_than_equal", {"ge": 1}),
+    ({"queries": [[1, 2]], "n_heads": "2"}, ["body", "n_heads"], "int_type", None),
+]
+
+
+@pytest.mark.parametrize("body, loc, type_, ctx", HTTP_CASES)
+def test_toy_errors_carry_the_field_path_type_and_numbers(client, body, loc, type_, ctx):
     r = toy(client, **body)
     assert r.status_code == 422, r.text
     answer = r.json()
     assert isinstance(answer["detail"], str) and answer["detail"]
     (error,) = answer["errors"]
-    assert set(error) == {"loc", "msg", "type"}
     assert error["loc"] == loc and error["type"] == type_
     assert all(isinstance(part, str) for part in error["loc"])
+    assert error.get("ctx") == ctx and set(error) == {"loc", "msg", "type"} | ({"ctx"} if ctx is not None else set())
+    assert error["msg"]
 
 
-def test_toy_shape_error_format(client):
+def test_toy_error_format(client):
     r = toy(client, queries=[[1, 2]], values=[[1, 2], [3, 4]])
     assert r.json() == {
         "detail": "keys have 1 row but values have 2; send one value per key.",
         "errors": [{"loc": ["body", "values"], "msg": "keys have 1 row but values have 2; send one value per key",
-                    "type": "toy_shape"}],
+                    "type": "toy_value_rows", "ctx": {"values": 2, "keys": 1}}],
     }
 
 
-def test_toy_cell_errors_name_row_and_column():
-    """Model-level checks (the schema catches these first over HTTP) name the cell too."""
+def test_validation_messages_leave_the_path_to_loc_and_detail(client):
+    r = toy(client, queries=[[1, 2], [3, 4], [5, "x"]], keys=[[1, "y"]])
+    answer = r.json()
+    assert answer["detail"] == "queries.2.1: Input should be a valid number; keys.0.1: Input should be a valid number"
+    assert [(e["loc"], e["msg"]) for e in answer["errors"]] == [
+        (["body", "queries", "2", "1"], "Input should be a valid number"),
+        (["body", "keys", "0", "1"], "Input should be a valid number"),
+    ]
+    unknown = toy(client, queries=[[1, 2]], heads=2).json()
+    assert unknown["detail"] == "heads: unknown field; remove it"
+    assert unknown["errors"] == [
+        {"loc": ["body", "heads"], "msg": "unknown field; remove it", "type": "extra_forbidden"},
+    ]
+
+
+# Rules the schema answers first over HTTP are checked by the model too (run_toy is called without it).
+MODEL_LEVEL = [
+    (dict(queries=[[1.0, 2.0], [3.0, float("nan")]]), ("queries", "1", "1"), "toy_not_finite", {}),
+    (dict(queries=[[1.0, 2.0]], weights={"k": [[1.0, 0.0], [-2e6, 1.0]]}), ("weights", "k", "1", "0"),
+     "toy_magnitude", {"max": 1e6}),
+    (dict(queries=[[1.0, 2.0]], weights={"z": [[1.0]]}), ("weights", "z"), "toy_weight_name", {"name": "z"}),
+    (dict(queries=[]), ("queries",), "toy_empty", {}),
+    (dict(queries=[[1.0]], keys=[[]]), ("keys",), "toy_empty", {}),
+    (dict(queries=[[1.0]] * 65), ("queries",), "toy_size", {"rows": 65, "cols": 1, "max": 64}),
+    (dict(queries=[[1.0, 2.0]], n_heads=0), ("n_heads",), "toy_heads_divide", {"n_heads": 0, "d_model": 2}),
+]
+
+
+@pytest.mark.parametrize("kwargs, loc, type_, ctx", MODEL_LEVEL)
+def test_model_level_toy_rules_name_type_cell_and_numbers(kwargs, loc, type_, ctx):
     from model.errors import ToyShapeError
     from model.toy import run_toy
 
     with pytest.raises(ToyShapeError) as err:
-        run_toy([[1.0, 2.0], [3.0, float("nan")]])
-    assert err.value.loc == ("queries", "1", "1") and "row 1, column 1" in str(err.value)
-    with pytest.raises(ToyShapeError) as err:
-        run_toy([[1.0, 2.0]], weights={"k": [[1.0, 0.0], [-2e6, 1.0]]})
-    assert err.value.loc == ("weights", "k", "1", "0")
-    with pytest.raises(ToyShapeError) as err:
-        run_toy([[1.0, 2.0]], weights={"z": [[1.0]]})
-    assert err.value.loc == ("weights", "z")
+        run_toy(**kwargs)
+    assert (err.value.loc, err.value.type, err.value.ctx) == (loc, type_, ctx)
+    if len(loc) == 4:
+        assert f"row {loc[2]}, column {loc[3]}" in str(err.value)
+
+
+def test_every_toy_rule_is_tested_and_documented(client):
+    from model.errors import TOY_RULES
+
+    tested = {type_ for *_, type_, _ in HTTP_CASES} | {type_ for *_, type_, _ in MODEL_LEVEL}
+    assert set(TOY_RULES) <= tested
+    description = client.get("/openapi.json").json()["paths"]["/api/v1/toy"]["post"]["description"]
+    for rule, (keys, _) in TOY_RULES.items():
+        assert f"`{rule}` {{{', '.join(keys)}}}" in description
+
+
+def test_a_toy_rule_states_exactly_its_numbers():
+    from model.errors import ToyShapeError
+
+    with pytest.raises(TypeError, match="toy_columns"):
+        ToyShapeError("toy_columns", ("keys",), "keys are too wide", cols=3)
 
 
 def test_every_toy_error_the_server_gives_names_a_field(client):

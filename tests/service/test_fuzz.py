@@ -37,7 +37,9 @@ DOCUMENTED_RULES = {
     "answer_too_large": (413, "over the JSON cap"),
     "pair_not_supported": (422, "takes one text"),
     "index_out_of_range": (422, "out of range; this model has"),
-    "toy_shape": (422, ""),  # every toy_shape message names its field; the loc is checked below
+    # the toy's rules between fields (model/errors.py TOY_RULES; the others the schema states); the loc is checked below
+    **{rule: (422, "") for rule in ("toy_no_queries", "toy_ragged", "toy_columns", "toy_value_rows",
+                                    "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape")},
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
 }
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights"}
@@ -54,7 +56,7 @@ def documented_rule(status: int, body: object) -> str | None:
         if rule is None or rule[0] != status or rule[1] not in error.get("msg", ""):
             return None
         loc = error.get("loc", [])
-        if error["type"] == "toy_shape" and (len(loc) < 2 or loc[0] != "body" or loc[1] not in TOY_FIELDS):
+        if error["type"].startswith("toy_") and (len(loc) < 2 or loc[0] != "body" or loc[1] not in TOY_FIELDS):
             return None
         rules.add(error["type"])
     return ",".join(sorted(rules))
@@ -137,21 +139,22 @@ def _answer(detail, *errors):
     [
         (404, _answer("Unknown model 'x'; use one of: minilm.",
                       (["body", "model"], "Unknown model 'x'; use one of: minilm", "unknown_model")), "unknown_model"),
-        (422, _answer("values: x.", (["body", "values"], "keys have 2 rows but values have 1", "toy_shape")),
-         "toy_shape"),
+        (422, _answer("values: x.", (["body", "values"], "keys have 2 rows but values have 1", "toy_value_rows")),
+         "toy_value_rows"),
         (422, _answer("layers.0: Input should be a valid integer",
-                      (["body", "layers", "0"], "layers.0: Input should be a valid integer", "int_type"),
-                      (["body", "layers", "1"], "layers.1: Input should be a valid integer", "int_type")), "int_type"),
+                      (["body", "layers", "0"], "Input should be a valid integer", "int_type"),
+                      (["body", "layers", "1"], "Input should be a valid integer", "int_type")), "int_type"),
         # not documented rules: refused as positive_data_acceptance would
-        (422, _answer("text: must not be blank", (["body", "text"], "text: must not be blank", "value_error")), None),
-        (422, _answer("layers.0: ...", (["body", "layers", "0"], "layers.0: Input should be a valid integer",
-                                        "int_type"), (["body", "text"], "text: must not be blank", "value_error")),
+        (422, _answer("text: must not be blank", (["body", "text"], "must not be blank", "value_error")), None),
+        (422, _answer("layers.0: ...", (["body", "layers", "0"], "Input should be a valid integer",
+                                        "int_type"), (["body", "text"], "must not be blank", "value_error")),
          None),  # one undocumented error is enough to refuse
         (422, _answer("Unknown model", (["body", "model"], "Unknown model 'x'; use one of: minilm", "unknown_model")),
          None),  # the documented status of unknown_model is 404
         (422, _answer("layers [7]", (["body", "layers", "1"], "layers [7] is wrong", "index_out_of_range")),
          None),  # the message does not name the range
-        (422, _answer("x", (["body", "text"], "text is odd", "toy_shape")), None),  # not a toy field
+        (422, _answer("x", (["body", "text"], "text is odd", "toy_odd_d_model")), None),  # not a toy field
+        (422, _answer("x", (["body", "queries", "0", "0"], "too big", "toy_magnitude")), None),  # a schema rule
         (422, {"detail": "x"}, None),
     ],
 )

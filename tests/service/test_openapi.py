@@ -9,6 +9,7 @@ import jsonschema_rs
 import pytest
 
 from app.schemas import NON_BLANK
+from model.errors import TOY_RULES
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_model_dependent_rules_are_documented_on_the_routes(spec):
         for rule in ("max_tokens", "n_layers", "n_heads", "pairs", "unknown_model", "index_out_of_range"):
             assert rule in text, f"{path} does not document {rule}"
     toy = paths["/api/v1/toy"]["post"]["description"]
-    for rule in ("as long as its first row", "as many values as keys", "divides d_model", "toy_shape"):
+    for rule in ("as long as its first row", "as many values as keys", "divides d_model", *TOY_RULES):
         assert rule in toy
 
 
