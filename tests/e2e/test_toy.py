@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from urllib.parse import parse_qs, urlsplit
 
@@ -188,7 +189,9 @@ def test_shape_errors_mark_the_field_the_server_names(page: Page, api):
     # One value row less than keys, through the URL: the values editor is named and marked.
     refused = api.post("/api/v1/toy", json=full_body(values=copy.deepcopy(VALUES)[:3]))
     assert refused.status_code == 422
-    assert [(e["loc"], e["type"]) for e in refused.json()["errors"]] == [(["body", "values"], "toy_shape")]
+    assert [(e["loc"], e["type"], e["ctx"]) for e in refused.json()["errors"]] == [
+        (["body", "values"], "toy_value_rows", {"values": 3, "keys": 4}),
+    ]
     page.goto("/toy?v=10,11,20,21;12,13,22,23;14,15,24,25")
     expect(stage(page)).to_have_attribute("data-step", "input")
     error = page.locator("#toy-error")
@@ -202,7 +205,9 @@ def test_shape_errors_mark_the_field_the_server_names(page: Page, api):
 
     # n_heads that does not divide d_model: the Heads field.
     refused = api.post("/api/v1/toy", json=full_body(n_heads=3))
-    assert [(e["loc"], e["type"]) for e in refused.json()["errors"]] == [(["body", "n_heads"], "toy_shape")]
+    assert [(e["loc"], e["type"], e["ctx"]) for e in refused.json()["errors"]] == [
+        (["body", "n_heads"], "toy_heads_divide", {"n_heads": 3, "d_model": 4}),
+    ]
     page.goto("/toy")
     expect(cell(page, "values", 3, 3)).to_have_value("27")
     page.locator("#toy-heads").fill("3")
@@ -218,6 +223,68 @@ def test_shape_errors_mark_the_field_the_server_names(page: Page, api):
     expect(error).to_be_hidden()
     expect(page.locator("#field-heads")).not_to_have_class(re.compile("is-invalid"))
     expect(page.locator("#head-select option")).to_have_count(1)
+
+
+# Each rule a link can break, worded from the error's type and ctx: (link, the request it makes
+# (changes to full_body), the error's type and ctx, the line shown, the element marked).
+RULES_THROUGH_LINKS = [
+    ("k=1,2,3;4,5,6;7,8,9;1,2,3", {"keys": [[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 2, 3]]},
+     "toy_columns", {"cols": 3, "d_model": 4}, "Keys: has 3 columns; it needs d_model = 4, as many as the queries",
+     "#editor-keys"),
+    ("wq=1,0;0,1", {"weights": {"q": [[1, 0], [0, 1]], "k": IDENTITY, "v": IDENTITY, "o": IDENTITY}},
+     "toy_weight_shape", {"rows": 2, "cols": 2, "d_model": 4},
+     "W_q: is 2 × 2; it must be d_model × d_model = 4 × 4", "#editor-wq"),
+    ("q=2000000,0,2,1;0,1,1,2;1,1,0,1;2,0,1,0", {"queries": [[2e6, 0, 2, 1], *QUERIES[1:]]},
+     "toy_magnitude", {"max": 1e6}, "Queries, row q0, column 0: too large in magnitude (at most 1,000,000); scale it down",
+     "#editor-queries"),
+    ("heads=0", {"n_heads": 0}, "greater_than_equal", {"ge": 1}, "Heads: must be at least 1", "#field-heads"),
+]
+
+
+@pytest.mark.expect_http_errors(422)
+@pytest.mark.parametrize("link, changes, type_, ctx, line, marked", RULES_THROUGH_LINKS,
+                         ids=[case[2] for case in RULES_THROUGH_LINKS])
+def test_each_rule_is_worded_from_its_type_and_numbers(page: Page, api, link, changes, type_, ctx, line, marked):
+    refused = api.post("/api/v1/toy", json=full_body(**changes))
+    assert [(e["type"], e.get("ctx")) for e in refused.json()["errors"]] == [(type_, ctx)]
+    page.goto(f"/toy?{link}")
+    expect(page.locator("#toy-error")).to_have_text(line)
+    expect(page.locator(marked)).to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#toy-stale")).to_have_text(re.compile("^Showing the worked example"))
+
+
+@pytest.mark.expect_http_errors(422)
+def test_an_odd_d_model_asks_for_heads(page: Page):
+    page.goto("/toy?q=1,2,3&k=1,2,3&v=1,2,3")
+    error = page.locator("#toy-error")
+    expect(error).to_have_text("Heads: must divide d_model (3); use 1 or 3")
+    page.locator("#toy-heads").fill("")  # no n_heads: the default, 2
+    expect(error).to_have_text("Heads: d_model (3) is odd, so the default of 2 heads does not divide it; type 1 or 3")
+    expect(page.locator("#field-heads")).to_have_class(re.compile("is-invalid"))
+    page.locator("#toy-heads").fill("3")
+    expect(error).to_be_hidden()
+    expect(page.locator("#head-select option")).to_have_count(3)
+
+
+@pytest.mark.expect_http_errors(422)
+def test_the_words_come_from_the_answer_not_from_the_sizes_sent(page: Page):
+    """An answer whose numbers differ from the editors' is worded with its own numbers; a type the
+    dictionary does not know is shown in the server's words, as they are."""
+    open_toy(page)
+    errors = [
+        {"loc": ["body", "keys"], "msg": "keys are odd", "type": "toy_columns", "ctx": {"cols": 7, "d_model": 9}},
+        {"loc": ["body", "values", "2"], "msg": "values: a rule of a later server", "type": "toy_later_rule"},
+    ]
+    page.route("**/api/v1/toy", lambda route: route.fulfill(
+        status=422, content_type="application/json", body=json.dumps({"detail": "Refused.", "errors": errors})))
+    cell(page, "queries", 0, 0).fill("5")
+    expect(page.locator("#toy-error li")).to_have_text([
+        "Keys: has 7 columns; it needs d_model = 9, as many as the queries",
+        "Values, row k2: values: a rule of a later server",
+    ])
+    expect(page.locator("#editor-keys")).to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#editor-values")).to_have_class(re.compile("is-invalid"))
+    expect(page.locator("#toy-stale")).to_have_text(re.compile("^Showing the last valid result"))
 
 
 def test_the_setup_lives_in_the_url_and_a_link_reopens_it(page: Page, api):
@@ -330,8 +397,11 @@ def test_chinese_keeps_the_edited_setup_and_names_errors_in_chinese(page: Page):
     expect(page.locator("#toy-stale")).to_have_text(re.compile("^正在显示上一次有效的结果"))
     page.locator("#toy-heads").fill("x")  # refused by the same validation as the cell: both are listed
     expect(page.locator("#toy-error li")).to_have_text([
-        "值，第 k2 行，第 0 列：不是数字，请输入像 0.5 或 −2 这样的数", "头数：必须能整除 d_model（4），可选 1、2或4",
+        "值，第 k2 行，第 0 列：不是数字，请输入像 0.5 或 −2 这样的数", "头数：不是整数，请输入像 2 这样的数",
     ])
+    cell(page, "values", 2, 0).fill("1")  # the schema's rules first; the toy's rules once they pass
+    page.locator("#toy-heads").fill("3")
+    expect(page.locator("#toy-error li")).to_have_text(["头数：必须能整除 d_model（4），可选 1、2或4"])
     assert english_left(page) == []
 
 

@@ -123,21 +123,3 @@ export function createMatrixEditor(root, { rowLabel = null, cellLabel, onEdit })
     },
   };
 }
-
-// ---- a matrix in a URL: rows separated by ";", numbers by "," ("1,0,2;0,1,1") ----------------
-
-const MAX_SIDE = 64; // the server's limit (model/toy.py MAX_SIDE): a larger link is not read at all
-
-/** A matrix of numbers as URL text; String(x) reads back as exactly the same number. */
-export function matrixToParam(matrix) {
-  return matrix.map((row) => row.map(String).join(',')).join(';');
-}
-
-/** URL text -> a rectangular matrix of finite numbers (1 to 64 rows and columns), or null. */
-export function matrixFromParam(text) {
-  const rows = text.split(';').map((row) => row.split(',').map(parseCell));
-  const width = rows[0].length;
-  const readable = rows.length <= MAX_SIDE && width <= MAX_SIDE
-    && rows.every((row) => row.length === width && row.every((x) => typeof x === 'number'));
-  return readable ? rows : null;
-}
