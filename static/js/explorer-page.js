@@ -21,6 +21,7 @@ const els = {
   tokens: $('tokens'),
   tokenCount: $('token-count'),
   unknownNote: $('unknown-note'),
+  unknownKey: $('unknown-key'),
   layer: $('layer-select'),
   head: $('head-select'),
   heatmap: $('heatmap'),
@@ -99,6 +100,7 @@ function drawSentence(result) {
   els.tokenCount.textContent = `(${result.tokens.length})`;
   const unknown = result.tokens.filter((token) => token.unknown).length;
   els.unknownNote.hidden = unknown === 0;
+  els.unknownKey.hidden = unknown === 0;
   els.unknownNote.textContent = unknown ? t('tokens.unknownNote', { count: unknown, unk: '[UNK]' }) : '';
   overview.render(result);
   fillIndices(els.layer, result.layers);
