@@ -8,7 +8,7 @@ import { toRows } from './compact.js';
 import { tokenLabel } from './figures/axes.js';
 import { attentionHeatmapFigure } from './figures/heatmap.js';
 import {
-  $, createPage, createRunForm, createStatus, indexParam, latestWins, Lru, setTitle, t,
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, Lru, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
 import { renderHeatmap } from './views/heatmap.js';
@@ -117,11 +117,7 @@ function drawQuery(result, state) {
   token.textContent = tokenLabel(result.tokens[state.query]);
   els.queryNote.replaceChildren(label, ' ', token);
 
-  const params = new URLSearchParams({ text: state.text });
-  if (state.pair !== null) params.set('pair', state.pair);
-  if (state.model !== null) params.set('model', state.model);
-  for (const name of ['layer', 'head', 'query']) params.set(name, String(state[name]));
-  els.stepsLink.href = `/steps?${params}`;
+  els.stepsLink.href = linkTo('/steps', state, ['layer', 'head', 'query']);
   els.stepsLink.title = t('explorer.detail.stepsTitle', state);
 }
 

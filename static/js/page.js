@@ -19,6 +19,25 @@ export function indexParam(value) {
 
 const currentUrl = () => window.location.pathname + window.location.search;
 
+/** The `lang` parameter of this page's URL, kept on every URL the page makes (a shared link keeps its language). */
+function keepLanguage(params) {
+  const language = new URLSearchParams(window.location.search).get('lang');
+  if (language !== null) params.set('lang', language);
+  return params;
+}
+
+/**
+ * A link to another page for the same sentence: `path?text=…&pair=…&model=…` plus the state's
+ * fields named in `names` (e.g. layer, head, query).
+ */
+export function linkTo(path, state, names = []) {
+  const params = new URLSearchParams({ text: state.text });
+  if (state.pair !== null) params.set('pair', state.pair);
+  if (state.model !== null) params.set('model', state.model);
+  for (const name of names) params.set(name, String(state[name]));
+  return `${path}?${keepLanguage(params)}`;
+}
+
 /**
  * A page whose state lives in its URL. `read` turns the query parameters into a state, `write`
  * turns a state into them; `render(state)` draws a state. The `lang` parameter, when the URL has
@@ -29,10 +48,7 @@ const currentUrl = () => window.location.pathname + window.location.search;
  */
 export function createPage({ path, read, write, render }) {
   const urlOf = (state) => {
-    const params = write(state);
-    const language = new URLSearchParams(window.location.search).get('lang');
-    if (language !== null) params.set('lang', language);
-    const query = params.toString();
+    const query = keepLanguage(write(state)).toString();
     return query ? `${path}?${query}` : path;
   };
   const state = () => read(new URLSearchParams(window.location.search));

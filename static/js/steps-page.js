@@ -8,7 +8,9 @@
 import { getTrace } from './api.js';
 import { tokenLabel } from './figures/axes.js';
 import { fromTrace, STEPS } from './figures/steps.js';
-import { $, createPage, createRunForm, createStatus, indexParam, latestWins, loadModels, Lru, range, setTitle, t } from './page.js';
+import {
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, Lru, range, setTitle, t,
+} from './page.js';
 import { fillIndices } from './views/controls.js';
 import { createTokenPicker } from './views/token-picker.js';
 import { createWalkthrough } from './views/walkthrough.js';
@@ -50,14 +52,6 @@ function write(state) {
   if (state.keys !== null) params.set('keys', String(state.keys));
   if (state.step) params.set('step', state.step);
   return params;
-}
-
-function explorerUrl(state) {
-  const params = new URLSearchParams({ text: state.text });
-  if (state.pair !== null) params.set('pair', state.pair);
-  if (state.model !== null) params.set('model', state.model);
-  for (const name of ['layer', 'head', 'query']) params.set(name, String(state[name]));
-  return `/?${params}`;
 }
 
 // ---- the page ------------------------------------------------------------------
@@ -142,7 +136,7 @@ async function draw(trace, state) {
   shown = { state, trace, data };
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the containers
-  els.explorerLink.href = explorerUrl(state);
+  els.explorerLink.href = linkTo('/', state, ['layer', 'head', 'query']);
   els.explorerLink.hidden = false;
   tokenPicker.render(trace.tokens, state.query);
   fillQueries(trace.tokens, state.query);

@@ -1,9 +1,9 @@
 // Data -> Plotly bar chart of one query's attention weights over (a window of) the keys. Pure: no
 // DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
-import { FONT, MAX_LABEL_CHARS, TEXT_COLOUR, labelWidth, tickIndices, tickLabel } from './axes.js';
+import { FONT, HIGHLIGHT, MAX_LABEL_CHARS, TEXT_COLOUR, labelWidth, tickIndices, tickLabel } from './axes.js';
 import { escapeForPlotly } from './escape.js';
-import { formatCell, formatValue, HIGHLIGHT } from './matrix.js';
+import { formatCell, formatValue } from './matrix.js';
 
 const BAR = '#2171b5'; // a Blues stop: the same family as the weights' heatmap
 const LABEL_PX = 14; // room one upright tick label needs across its line (see matrix.js)

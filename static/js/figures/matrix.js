@@ -8,7 +8,6 @@ import { FONT, HIGHLIGHT, MAX_LABEL_CHARS, TEXT_COLOUR, keepTicks, labelMargin, 
 import { plotlyColorscale } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
 
-export { HIGHLIGHT };
 export const HIDDEN_GREY = '#b9c0ca'; // masked (−∞) cells: Plotly leaves null cells empty, showing this
 export const NUMBERS_MAX = 16; // numbers are written in the cells up to 16 × 16
 // Room a tick label needs across its line: in Chromium the box of an 11 px label (Latin or CJK)
