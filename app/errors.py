@@ -2,7 +2,8 @@
 
 Every answer is `{"detail": "<one sentence>", "errors": [{"loc", "msg", "type", "ctx"?}, ...]}`; `loc`
 is a path into the request starting with "body" (["body", "queries", "1", "2"]: row 1, column 2 of
-the toy's queries), so clients mark the field without parsing `detail`. `type` names the rule and
+the toy's queries), or with "query" for a GET's parameters (["query", "d_model"]), so clients mark
+the field without parsing `detail`. `type` names the rule and
 `ctx`, where the rule has numbers, holds them ({"values": 3, "keys": 4}), so a client can word the
 problem in its own language. `msg` says what is wrong with that field; `detail` names the field too.
 """
@@ -53,9 +54,14 @@ def _item(loc: Sequence[Any], msg: str, type_: str, ctx: Ctx | None) -> dict[str
 
 
 def _answer(status: int, detail: str, loc: Sequence[str], msg: str, type_: str,
-            ctx: Ctx | None = None) -> JSONResponse:
-    item = _item(["body", *loc], msg, type_, ctx)
+            ctx: Ctx | None = None, part: str = "body") -> JSONResponse:
+    item = _item([part, *loc], msg, type_, ctx)
     return JSONResponse({"detail": _sentence(detail), "errors": [item]}, status_code=status)
+
+
+def _part(request: Request) -> str:
+    """Where a request's fields are: the query string of a GET (e.g. /positions), else the body."""
+    return "query" if request.method == "GET" else "body"
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -109,12 +115,12 @@ async def validation_error(request: Request, exc: Exception) -> JSONResponse:
 async def input_error(request: Request, exc: Exception) -> JSONResponse:
     """A model's rule the request broke (toy shapes, index ranges, pairs): 422 naming the field."""
     assert isinstance(exc, InputError)
-    return _answer(422, exc.message, exc.loc, exc.message, exc.type, exc.ctx)
+    return _answer(422, exc.message, exc.loc, exc.message, exc.type, exc.ctx, _part(request))
 
 
 async def unknown_model(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, UnknownModel)
-    return _answer(404, exc.message, ("model",), exc.message, exc.type)
+    return _answer(404, exc.message, ("model",), exc.message, exc.type, part=_part(request))
 
 
 async def too_many_tokens(request: Request, exc: Exception) -> JSONResponse:
@@ -125,7 +131,8 @@ async def too_many_tokens(request: Request, exc: Exception) -> JSONResponse:
 
 async def answer_too_large(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AnswerTooLarge)
-    return _answer(413, exc.message, (), exc.message, exc.type)  # the whole request: layers x heads x tokens
+    # the whole request: layers x heads x tokens, or a table's size
+    return _answer(413, exc.message, (), exc.message, exc.type, part=_part(request))
 
 
 async def client_gone(request: Request, exc: Exception) -> Response:

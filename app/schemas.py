@@ -8,9 +8,12 @@ from enum import StrEnum
 from typing import Annotated, Any, Generic, TypeVar, cast
 
 from fastapi.openapi.models import Example
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from model.positions import MAX_D_MODEL as POSITIONS_MAX_D_MODEL
+from model.positions import MAX_HEADS as POSITIONS_MAX_HEADS
+from model.positions import MAX_LENGTH as POSITIONS_MAX_LENGTH
 from model.toy import MAX_ABS as TOY_MAX_ABS
 from model.toy import MAX_SIDE as TOY_MAX_SIDE
 
@@ -316,3 +319,57 @@ class FieldError(BaseModel):
 class ErrorResponse(BaseModel):
     detail: str = Field(description="One sentence saying what to change.")
     errors: list[FieldError] | None = None
+
+
+class PositionKind(StrEnum):
+    sinusoidal = "sinusoidal"
+    rope = "rope"
+    alibi = "alibi"
+    learned = "learned"
+
+
+def _digits(value: object) -> object:
+    """Query integers as plain digits only: "3.0", " 3", "+3" and "3_0" are refused, as 3.0 is in a JSON body."""
+    if isinstance(value, str) and not re.fullmatch(r"-?[0-9]{1,7}", value):
+        raise PydanticCustomError("int_parsing", "Input should be a valid integer: whole digits, like 64")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_digits)]
+
+
+class PositionsQuery(BaseModel):
+    """The query of GET /api/v1/positions; unknown parameters are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: PositionKind = Field(description="Which encoding: sinusoidal, rope, alibi or learned (the model's own).")
+    length: QueryInt = Field(64, ge=1, le=POSITIONS_MAX_LENGTH, description="N, the number of positions (0..N-1).")
+    d_model: QueryInt | None = Field(
+        None, ge=1, le=POSITIONS_MAX_D_MODEL,
+        description="D, the width of the table; even for sinusoidal and rope. Default 64, and for learned the "
+        "model's d_model (any other value is refused). Echoed, unused, for alibi.",
+    )
+    n_heads: QueryInt = Field(8, ge=1, le=POSITIONS_MAX_HEADS, description="H, ALiBi's heads; used by alibi only.")
+    model: str | None = Field(None, description=MODEL_DOC + " Its table is read for learned.", examples=["minilm"])
+
+
+class PositionsResponse(BaseModel):
+    kind: PositionKind
+    length: int
+    d_model: int
+    model: str | None = Field(None, description="learned: the model whose table this is; else null.")
+    n_heads: int | None = Field(None, description="alibi: H; else null.")
+    matrix: list[list[float]] | None = Field(
+        description="N x D (position, dimension). sinusoidal: P[p, 2i] = sin(p / 10000^(2i/D)), P[p, 2i+1] = "
+        "cos(same). learned: the model's position-embedding rows 0..N-1. rope: each pair of dimensions of the "
+        "vector (1, 0, 1, 0, ...) rotated by its angle, i.e. [p][2i] = cos(angles[p][i]), [p][2i+1] = "
+        "sin(angles[p][i]). alibi: null (see bias)."
+    )
+    angles: list[list[float]] | None = Field(
+        None, description="rope: N x D/2, angles[p][i] = p * 10000^(-2i/D) in radians; else null."
+    )
+    bias: list[list[list[float]]] | None = Field(
+        None, description="alibi: H x N x N (head, query, key), bias[h][i][j] = -slopes[h] * |i - j|; else null."
+    )
+    slopes: list[float] | None = Field(None, description="alibi: H slopes, slopes[h] = 2^(-8(h+1)/H); else null.")

@@ -21,6 +21,7 @@ import torch
 from fastapi import Response
 from pydantic import BaseModel
 
+from model.positions import PositionTable
 from model.tokenizer import Token
 
 from .schemas import TokenInfo
@@ -51,6 +52,12 @@ def steps(record: dict) -> dict:
         step: {k: matrix(v) for k, v in value.items()} if isinstance(value, dict) else matrix(value)
         for step, value in record.items()
     }
+
+
+def position_table(table: PositionTable) -> dict[str, list | None]:
+    """A positional encoding's tensors as JSON-ready lists, None for those its kind lacks."""
+    tensors = {"matrix": table.matrix, "angles": table.angles, "bias": table.bias, "slopes": table.slopes}
+    return {name: None if t is None else matrix(t) for name, t in tensors.items()}
 
 
 def maps_json(blocks: list[torch.Tensor]) -> list:

@@ -6,9 +6,12 @@ and S (keys) where a table relates two sequences.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
+
+from .errors import InputError
 
 if TYPE_CHECKING:
     from .pretrained import PretrainedEncoder
@@ -115,3 +118,100 @@ def learned(model: PretrainedEncoder, length: int) -> torch.Tensor:
         raise ValueError(f"length is {length}; this model has {table.shape[0]} learned positions "
                          f"(0..{table.shape[0] - 1})")
     return table[:length].detach().to(torch.float64).clone()  # (length, D)
+
+
+# The tables GET /api/v1/positions serves, and their limits.
+KINDS = ("sinusoidal", "rope", "alibi", "learned")
+MAX_LENGTH = 512  # positions in a table
+MAX_D_MODEL = 1024  # dimensions of a sinusoidal or RoPE table
+MAX_HEADS = 64  # ALiBi heads
+
+# Rules between a positions request's fields, or between it and a model: type -> (ctx keys, what breaks it).
+POSITION_RULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "positions_odd_d_model": (("d_model", "kind"), "an odd d_model for sinusoidal or rope (they pair dimensions)"),
+    "positions_learned_length": (("length", "max_positions"), "learned: a length over the model's learned positions"),
+    "positions_learned_d_model": (("d_model", "model_d_model"), "learned: a d_model other than the model's"),
+}
+
+
+class PositionsError(InputError):
+    """A positions request the tables cannot take; `loc` names a query parameter, `type` is one of POSITION_RULES."""
+
+    def __init__(self, type_: str, field: str, message: str, **ctx: int | float | str) -> None:
+        keys, _ = POSITION_RULES[type_]
+        if set(ctx) != set(keys):
+            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
+        super().__init__((field,), message)
+        self.type = type_
+        self.ctx = dict(ctx)
+
+
+@dataclass(frozen=True)
+class PositionTable:
+    """One encoding's numbers for `length` positions; the fields a kind does not have are None.
+
+    sinusoidal: matrix (L, D). learned: matrix (L, D), the model's rows. rope: angles (L, D/2) and
+    matrix (L, D), the rotation of the unit pairs (1, 0): matrix[p, 2i] = cos θ[p, i],
+    matrix[p, 2i+1] = sin θ[p, i]. alibi: bias (H, L, L) and slopes (H,), no matrix.
+    """
+
+    kind: str
+    length: int
+    d_model: int
+    n_heads: int | None = None
+    matrix: torch.Tensor | None = None
+    angles: torch.Tensor | None = None
+    bias: torch.Tensor | None = None
+    slopes: torch.Tensor | None = None
+
+
+def position_numbers(kind: str, length: int, d_model: int, n_heads: int) -> int:
+    """How many numbers a PositionTable holds, known before it is built (for answer size caps)."""
+    if kind == "alibi":
+        return n_heads * length * length + n_heads
+    if kind == "rope":
+        return length * d_model + length * (d_model // 2)
+    return length * d_model
+
+
+def rotated_units(length: int, dim: int) -> torch.Tensor:
+    """RoPE applied to the vector whose every pair is the unit (1, 0), at positions 0..length−1: (length, dim)."""
+    units = torch.zeros(length, dim, dtype=torch.float64)  # (length, dim)
+    units[:, 0::2] = 1.0
+    return rope(units)  # (length, dim)
+
+
+def position_table(kind: str, length: int, d_model: int, n_heads: int,
+                   model: PretrainedEncoder | None = None) -> PositionTable:
+    """The table of one kind (KINDS); a rule between the fields broken raises PositionsError naming the field.
+
+    Limits each field has on its own (length 1..MAX_LENGTH, d_model 1..MAX_D_MODEL, n_heads
+    1..MAX_HEADS) are the caller's to check. `learned` needs the model; its d_model is the model's.
+    """
+    if kind in ("sinusoidal", "rope") and d_model % 2:
+        raise PositionsError("positions_odd_d_model", "d_model",
+                             f"d_model is {d_model}; {kind} pairs dimensions, so d_model must be even "
+                             f"(send {f'{d_model - 1} or ' if d_model > 1 else ''}{d_model + 1})",
+                             d_model=d_model, kind=kind)
+    if kind == "sinusoidal":
+        return PositionTable(kind, length, d_model, matrix=sinusoidal(length, d_model))
+    if kind == "rope":
+        return PositionTable(kind, length, d_model, matrix=rotated_units(length, d_model),
+                             angles=rope_angles(length, d_model))
+    if kind == "alibi":
+        return PositionTable(kind, length, d_model, n_heads=n_heads, bias=alibi_bias(n_heads, length, length),
+                             slopes=alibi_slopes(n_heads))
+    if kind == "learned":
+        if model is None:
+            raise ValueError("the learned table needs a model")
+        limit, width = model.cfg.max_positions, model.cfg.d_model
+        if length > limit:
+            raise PositionsError("positions_learned_length", "length",
+                                 f"length is {length}; this model has {limit} learned positions, send at most {limit}",
+                                 length=length, max_positions=limit)
+        if d_model != width:
+            raise PositionsError("positions_learned_d_model", "d_model",
+                                 f"d_model is {d_model}; this model's learned table is {width} wide, "
+                                 f"send {width} or leave d_model out", d_model=d_model, model_d_model=width)
+        return PositionTable(kind, length, d_model, matrix=learned(model, length))
+    raise ValueError(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")

@@ -1,0 +1,70 @@
+"""REST API v1, the mechanisms of the notes on their own: positional encodings."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from model.positions import MAX_D_MODEL, MAX_HEADS, MAX_LENGTH, POSITION_RULES, position_numbers, position_table
+
+from .. import serialize
+from ..deps import Hub, SettingsDep
+from ..errors import refuse_over_cap
+from ..schemas import ErrorResponse, PositionKind, PositionsQuery, PositionsResponse
+
+DEFAULT_D_MODEL = 64  # the width of a sinusoidal or RoPE table when the query names none
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["mechanisms"],
+    responses={
+        422: _error("A query parameter is invalid; `detail` says which and what to send instead, `errors` gives "
+                    "its path (`loc`, e.g. [\"query\", \"d_model\"]) and the rule broken (`type`)."),
+    },
+)
+
+
+@router.get(
+    "/positions",
+    response_model=PositionsResponse,
+    summary="A positional encoding's table: sinusoidal, RoPE, ALiBi or a model's learned one",
+    description=(
+        f"`length` N ≤ {MAX_LENGTH} positions. sinusoidal: `matrix` N x D. rope: `angles` N x D/2 (radians) and "
+        "`matrix` N x D, the rotation RoPE gives the vector (1, 0, 1, 0, ...) at each position in the "
+        "interleaved-pairs form (dimensions 2i and 2i+1 rotate together), i.e. cos and sin of each angle. "
+        f"alibi: `bias` H x N x N and `slopes` H for `n_heads` H ≤ {MAX_HEADS}; `matrix` is null. learned: "
+        "`matrix` N x D, the model's position-embedding rows 0..N-1. "
+        f"D = `d_model` ≤ {MAX_D_MODEL}, default {DEFAULT_D_MODEL} (learned: the model's). Rules between the "
+        "parameters or on the model, which the schema cannot state, answered 422 with `errors[0].loc` naming the "
+        "parameter, `errors[0].type` the rule and `errors[0].ctx` its numbers: "
+        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in POSITION_RULES.items())
+        + ". `model`, when given, is an id of GET /api/v1/models, else 404 (`unknown_model`). An answer over the "
+        "JSON cap (ATTNSCOPE_MAX_JSON_VALUES, e.g. alibi at 64 heads x 512 x 512) is refused before it is "
+        "built: 413 (`answer_too_large`)."
+    ),
+    responses={
+        404: _error("Unknown model; `detail` names the models that exist."),
+        413: _error("The answer would be over the JSON cap."),
+    },
+)
+def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: SettingsDep) -> Response:
+    kind = query.kind.value
+    spec, model = hub.get(query.model) if query.model is not None or kind == "learned" else (None, None)
+    d_model = query.d_model or (model.cfg.d_model if model is not None and kind == "learned" else DEFAULT_D_MODEL)
+    refuse_over_cap(position_numbers(kind, query.length, d_model, query.n_heads), settings.max_json_values,
+                    f"{kind} at {query.length} positions", "ask for fewer positions, heads or dimensions")
+    if kind == "learned":
+        table = hub.run(position_table, kind, query.length, d_model, query.n_heads, model)
+    else:
+        table = position_table(kind, query.length, d_model, query.n_heads)
+    body = PositionsResponse(
+        kind=PositionKind(table.kind), length=table.length, d_model=table.d_model, n_heads=table.n_heads,
+        model=spec.id if spec is not None and kind == "learned" else None, **serialize.position_table(table),
+    )
+    return serialize.json_response(body)
