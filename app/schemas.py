@@ -345,8 +345,9 @@ class PositionsQuery(BaseModel):
 
     kind: PositionKind = Field(description="Which encoding: sinusoidal, rope, alibi or learned (the model's own).")
     length: QueryInt = Field(64, ge=1, le=POSITIONS_MAX_LENGTH, description="N, the number of positions (0..N-1).")
-    d_model: QueryInt | None = Field(
-        None, ge=1, le=POSITIONS_MAX_D_MODEL,
+    # the bounds before the validator: otherwise they reach the JSON Schema as "ge"/"le", not as minimum/maximum
+    d_model: Annotated[int, Field(ge=1, le=POSITIONS_MAX_D_MODEL), BeforeValidator(_digits)] | None = Field(
+        None,
         description="D, the width of the table; even for sinusoidal and rope. Default 64, and for learned the "
         "model's d_model (any other value is refused). Echoed, unused, for alibi.",
     )

@@ -135,5 +135,9 @@ def test_the_route_is_documented(client):
     op = client.get("/openapi.json").json()["paths"]["/api/v1/positions"]["get"]
     assert op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("PositionsResponse")
     assert {p["name"] for p in op["parameters"]} == {"kind", "length", "d_model", "n_heads", "model"}
+    bounds = {p["name"]: [s for s in p["schema"].get("anyOf", [p["schema"]]) if s.get("type") == "integer"]
+              for p in op["parameters"]}
+    assert [(s["minimum"], s["maximum"]) for s in bounds["length"] + bounds["d_model"] + bounds["n_heads"]] == [
+        (1, 512), (1, 1024), (1, 64)]  # stated as JSON Schema bounds, so clients and fuzzers know them
     for rule in positions.POSITION_RULES:
         assert f"`{rule}`" in op["description"]

@@ -4,7 +4,8 @@ positive_data_acceptance (a schema-valid request must be accepted) runs too, wit
 exception. Some rules cannot be written in the schema because they depend on the model or on
 the server's settings: the model ids, a model's token limit, its layer and head ranges,
 text_pair only for models with pairs, the toy's matrices agreeing with each other and n_heads
-dividing d_model, and the JSON answer cap. One rule of the request models JSON Schema cannot
+dividing d_model, the positions table's d_model (even for sinusoidal and RoPE, the model's own
+for learned), and the JSON answer cap. One rule of the request models JSON Schema cannot
 state either: a strict integer field refuses 3.0, which JSON Schema counts as an integer
 (API.md: `3.0` is not an int). The routes document these, and the server refuses them with a
 4xx whose `errors[].type` names the rule. `accepting_only_documented_rules` lets exactly those
@@ -41,8 +42,13 @@ DOCUMENTED_RULES = {
     **{rule: (422, "") for rule in ("toy_no_queries", "toy_ragged", "toy_columns", "toy_value_rows",
                                     "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape")},
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
+    # GET /positions: rules between its parameters or on the model (model/positions.py POSITION_RULES)
+    "positions_odd_d_model": (422, "must be even"),
+    "positions_learned_d_model": (422, "learned table is"),
+    "positions_learned_length": (422, "learned positions"),
 }
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights"}
+POSITIONS_FIELDS = {"d_model", "length"}
 
 
 def documented_rule(status: int, body: object) -> str | None:
@@ -57,6 +63,9 @@ def documented_rule(status: int, body: object) -> str | None:
             return None
         loc = error.get("loc", [])
         if error["type"].startswith("toy_") and (len(loc) < 2 or loc[0] != "body" or loc[1] not in TOY_FIELDS):
+            return None
+        if error["type"].startswith("positions_") and (len(loc) < 2 or loc[0] != "query"
+                                                         or loc[1] not in POSITIONS_FIELDS):
             return None
         rules.add(error["type"])
     return ",".join(sorted(rules))
@@ -91,11 +100,12 @@ def api_schema(fuzz_server):
 # fuzzed with valid and with invalid data; those without inputs have no invalid data to send.
 OPERATIONS = [
     ("GET", "/api/v1/models"), ("POST", "/api/v1/attention"), ("POST", "/api/v1/attention/summary"),
-    ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("GET", "/healthz"),
+    ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("GET", "/api/v1/positions"), ("GET", "/healthz"),
     ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"),
 ]
+WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | {("GET", "/api/v1/positions")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [
-    (m, p, GenerationMode.NEGATIVE) for m, p in OPERATIONS if m == "POST"
+    (m, p, GenerationMode.NEGATIVE) for m, p in OPERATIONS if (m, p) in WITH_INPUTS
 ]
 
 
@@ -112,9 +122,9 @@ def test_api_conforms_to_its_schema(api_schema, fuzz_server, method, path, mode)
 
     calls = []
     fuzz()
-    if method == "POST":  # operations without inputs have fewer distinct requests to send
+    if (method, path) in WITH_INPUTS:  # operations without inputs have fewer distinct requests to send
         assert len(calls) >= EXAMPLES_PER_OPERATION
-    if mode is GenerationMode.POSITIVE and method == "POST":
+    if mode is GenerationMode.POSITIVE and (method, path) in WITH_INPUTS:
         assert 200 in calls, f"no schema-valid request to {path} was answered 200"
 
 
@@ -154,6 +164,9 @@ def _answer(detail, *errors):
         (422, _answer("layers [7]", (["body", "layers", "1"], "layers [7] is wrong", "index_out_of_range")),
          None),  # the message does not name the range
         (422, _answer("x", (["body", "text"], "text is odd", "toy_odd_d_model")), None),  # not a toy field
+        (422, _answer("d_model is 7.", (["query", "d_model"], "d_model is 7; rope pairs dimensions, so d_model must "
+                                        "be even (send 6 or 8)", "positions_odd_d_model")), "positions_odd_d_model"),
+        (422, _answer("x", (["body", "d_model"], "must be even", "positions_odd_d_model")), None),  # not a query
         (422, _answer("x", (["body", "queries", "0", "0"], "too big", "toy_magnitude")), None),  # a schema rule
         (422, {"detail": "x"}, None),
     ],
