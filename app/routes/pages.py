@@ -46,9 +46,25 @@ def steps(request: Request) -> HTMLResponse:
     description=(
         "The worked example (d_model 4, 2 heads) with every matrix editable in place: queries, keys, "
         "values, W_q, W_k, W_v, W_o, the number of heads and a causal mask. Edits are recomputed by "
-        "`POST /api/v1/toy` and shown with the same step-by-step walkthrough as /steps. "
-        "The page takes no query parameters."
+        "`POST /api/v1/toy` and shown with the same step-by-step walkthrough as /steps. The whole setup "
+        "lives in the query string (`q`, `k`, `v`, `wq`, `wk`, `wv`, `wo`: rows split by `;`, numbers by `,`; "
+        "`heads`, `causal`, `head`, `query`, `step`), anything equal to the worked example left out."
     ),
 )
 def toy(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "toy.html")
+
+
+@router.get(
+    "/positions",
+    response_class=HTMLResponse,
+    summary="Positional encodings, side by side",
+    description=(
+        "The sinusoidal table beside the model's learned one as position x dimension heatmaps, how alike two "
+        "positions are against their distance, RoPE's angles and its rotation of one pair of dimensions, and "
+        "ALiBi's bias of every head. The page fetches `GET /api/v1/positions` itself; its state lives in the "
+        "query string: `length`, `d_model`, `heads` and `pair` (RoPE's pair of dimensions)."
+    ),
+)
+def positions(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "positions.html")

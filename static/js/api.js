@@ -127,3 +127,17 @@ export function getTrace({ text, text_pair = null, model = null, layer, head = n
 export function getToy(body = {}) {
   return requestJson('/api/v1/toy', postJson(body));
 }
+
+/**
+ * GET /api/v1/positions: a positional encoding's table.
+ * @param {{kind: 'sinusoidal'|'rope'|'alibi'|'learned', length?: number, d_model?: number|null,
+ *          n_heads?: number, model?: string|null}} query
+ * @returns {Promise<{kind: string, length: number, d_model: number, matrix: number[][]|null,
+ *   angles: number[][]|null, bias: number[][][]|null, slopes: number[]|null}>}
+ */
+export function getPositions({ kind, length = 64, d_model = null, n_heads = 8, model = null }) {
+  const params = new URLSearchParams({ kind, length: String(length), n_heads: String(n_heads) });
+  if (d_model !== null) params.set('d_model', String(d_model));
+  if (model !== null) params.set('model', model);
+  return requestJson(`/api/v1/positions?${params}`);
+}

@@ -18,6 +18,7 @@ PAGES = {
     "explorer (Chinese text)": f"/?text={quote(CHINESE)}",
     "steps": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3",
     "toy": "/toy",
+    "positions": "/positions",
     "docs": "/docs",
 }
 
@@ -28,6 +29,8 @@ def wait_ready(page: Page, path: str) -> None:
         page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     elif path.startswith(("/steps?", "/toy")):
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
+    elif path == "/positions":
+        expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile(r"^/positions"))
     elif path == "/docs":
         expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
     else:
@@ -101,7 +104,7 @@ def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins
     expect(page.locator("#heatmap .gtitle")).to_have_text("第 4 层 · 第 7 头")
 
 
-@pytest.mark.parametrize("name", ["explorer", "steps", "toy", "docs"])
+@pytest.mark.parametrize("name", ["explorer", "steps", "toy", "positions", "docs"])
 def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
     page.set_viewport_size({"width": 390, "height": 800})
     path = PAGES[name]
