@@ -2,8 +2,8 @@
 
 Each payload goes everywhere a user can put text: the sentence and the second segment (URL and
 inputs), the model, layer, head, query and step parameters, the toy example's matrix cells, heads
-field and every parameter of its setup, an ignored parameter of /toy, and the query string and
-fragment of /docs. After each scenario the page must hold exactly the scripts and the markup elements it ships (no new img, a, svg,
+field and every parameter of its setup, an ignored parameter of /toy, the parameters of /positions,
+and the query string and fragment of /docs. After each scenario the page must hold exactly the scripts and the markup elements it ships (no new img, a, svg,
 b, br, iframe, ...), no on* attribute, no javascript: URL and no URL off this server; Plotly's
 SVG must hold no link and no bold/italic/line-break markup; and what the user typed must show
 literally (chips, inputs, options, tick labels, hover text, messages, title and URL). The
@@ -96,6 +96,8 @@ def wait_ready(page: Page, path: str) -> None:
         expect(stage(page)).to_have_attribute("data-step", "input")
     elif path == "/docs":
         expect(page.locator(".swagger-ui .opblock").first).to_be_visible()
+    elif path.startswith("/positions"):
+        expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile(r"^/positions"))
     else:
         expect(page.locator("#model-select option")).not_to_have_count(0)
 
@@ -445,6 +447,19 @@ def docs(page: Page, api, payload: str) -> None:
     assert payload not in page.content()
 
 
+# ---- positional encodings (/positions) ----------------------------------------------------
+
+
+def positions_link(page: Page, api, payload: str) -> None:
+    """Every parameter of the page is a number: text in any of them falls back to the default."""
+    page.goto(url("/positions", length=payload, d_model=payload, heads=payload, pair=payload) + "#" + quote(payload))
+    wait_ready(page, "/positions")
+    for name, value in (("length", "64"), ("d-model", "64"), ("heads", "8"), ("pair", "6")):
+        expect(page.locator(f"#positions-{name}")).to_have_value(value)
+    expect(page).to_have_title(shipped(page, "/positions")["title"])
+    assert payload not in page.content()
+
+
 # ---- the cases: every page × every payload ------------------------------------------------
 
 
@@ -461,6 +476,7 @@ PAGES = {
     "explorer": Site("/", (explorer_link, explorer_model, explorer_indices, explorer_typed), (404,)),
     "steps": Site("/steps", (steps_link, steps_query, steps_window)),
     "toy": Site("/toy", (toy_parameter, toy_link, toy_cell, toy_heads), (422,)),
+    "positions": Site("/positions", (positions_link,)),
     "docs": Site("/docs", (docs,)),
 }
 
