@@ -7,6 +7,7 @@ and hands each intermediate result to a recorder when one is given.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -76,20 +77,40 @@ def causal_mask(t: int, s: int | None = None) -> torch.Tensor:
     return torch.zeros(t, s).masked_fill(hidden, float("-inf"))
 
 
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention whose forward is the composition of the step functions."""
+Score = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (q, k) -> (B, H, T, S)
+Weigh = Callable[[torch.Tensor, bool], torch.Tensor]  # (masked scores, any_hidden) -> (B, H, T, S) weights
+Rotate = Callable[[torch.Tensor], torch.Tensor]  # (B, H, T, Dk) -> (B, H, T, Dk), e.g. RoPE
 
-    def __init__(self, d_model: int, n_heads: int, scale: float | None = None) -> None:
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention whose forward is the composition of the step functions.
+
+    Per-head widths d_keys (q and k) and d_values (v) default to d_model / n_heads, as in the
+    AttentionLayer of the notes: W_q, W_k are d_model x H*d_keys, W_v d_model x H*d_values and
+    W_o H*d_values x d_model. The scoring (`score`), weighting (`weigh`) and an optional rotation
+    of q and k after the split (`rotate`) are plain functions that model/variants.py and
+    model/positions.py swap in; the defaults are scaled dot-product softmax attention.
+    """
+
+    def __init__(
+        self, d_model: int, n_heads: int, scale: float | None = None,
+        d_keys: int | None = None, d_values: int | None = None,
+    ) -> None:
         super().__init__()
-        if d_model % n_heads:
+        if (d_keys is None or d_values is None) and d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
         self.n_heads = n_heads
-        self.d_head = d_model // n_heads
-        self.scale = 1.0 / math.sqrt(self.d_head) if scale is None else scale
-        self.query = nn.Linear(d_model, d_model)
-        self.key = nn.Linear(d_model, d_model)
-        self.value = nn.Linear(d_model, d_model)
-        self.output = nn.Linear(d_model, d_model)
+        self.d_keys = d_model // n_heads if d_keys is None else d_keys
+        self.d_values = d_model // n_heads if d_values is None else d_values
+        self.d_head = self.d_keys
+        self.scale = 1.0 / math.sqrt(self.d_keys) if scale is None else scale
+        self.query = nn.Linear(d_model, n_heads * self.d_keys)
+        self.key = nn.Linear(d_model, n_heads * self.d_keys)
+        self.value = nn.Linear(d_model, n_heads * self.d_values)
+        self.output = nn.Linear(n_heads * self.d_values, d_model)
+        self.score: Score = attention_scores
+        self.weigh: Weigh = softmax_rows
+        self.rotate: Rotate | None = None
 
     def forward(
         self,
@@ -105,25 +126,27 @@ class MultiHeadAttention(nn.Module):
         values = keys if values is None else values
         rec = record or NO_RECORD
         rec("input", x)
-        q = project(x, self.query)  # (B, T, D)
-        k = project(keys, self.key)  # (B, S, D)
-        v = project(values, self.value)  # (B, S, D)
+        q = project(x, self.query)  # (B, T, H*Dk)
+        k = project(keys, self.key)  # (B, S, H*Dk)
+        v = project(values, self.value)  # (B, S, H*Dv)
         rec("project", {"q": q, "k": k, "v": v})
-        qh = split_heads(q, self.n_heads)  # (B, H, T, Dh)
-        kh = split_heads(k, self.n_heads)  # (B, H, S, Dh)
-        vh = split_heads(v, self.n_heads)  # (B, H, S, Dh)
+        qh = split_heads(q, self.n_heads)  # (B, H, T, Dk)
+        kh = split_heads(k, self.n_heads)  # (B, H, S, Dk)
+        vh = split_heads(v, self.n_heads)  # (B, H, S, Dv)
+        if self.rotate is not None:
+            qh, kh = self.rotate(qh), self.rotate(kh)
         rec("split", {"q": qh, "k": kh, "v": vh})
-        scores = attention_scores(qh, kh)  # (B, H, T, S)
+        scores = self.score(qh, kh)  # (B, H, T, S)
         rec("scores", scores)
         scaled = scale_scores(scores, self.scale, in_place=not rec.wants("scores"))
         rec("scale", scaled)
         masked = apply_mask(scaled, mask)
         rec("mask", masked)
-        weights = softmax_rows(masked, any_hidden=mask is not None)  # (B, H, T, S)
+        weights = self.weigh(masked, mask is not None)  # (B, H, T, S)
         rec("softmax", weights)
-        mixed = weighted_sum(weights, vh)  # (B, H, T, Dh)
+        mixed = weighted_sum(weights, vh)  # (B, H, T, Dv)
         rec("weighted_sum", mixed)
-        joined = merge_heads(mixed)  # (B, T, D)
+        joined = merge_heads(mixed)  # (B, T, H*Dv)
         rec("concat", joined)
         out = project(joined, self.output)  # (B, T, D)
         rec("output", out)

@@ -42,6 +42,21 @@ TOY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "toy_heads_divide": (("n_heads", "d_model"), "n_heads does not divide d_model"),
     "toy_weight_name": (("name",), "a weight other than q, k, v and o"),
     "toy_weight_shape": (("rows", "cols", "d_model"), "a weight that is not d_model x d_model"),
+    "toy_weight_widths": (("rows", "cols", "want_rows", "want_cols"),
+                          "a weight whose shape does not fit d_keys or d_values (W_q, W_k: d_model x n_heads*d_keys, "
+                          "W_v: d_model x n_heads*d_values, W_o: n_heads*d_values x d_model)"),
+    "toy_head_width": (("width", "n_heads", "max"), "n_heads x d_keys or n_heads x d_values over max"),
+    "toy_variant": (("variant",), "a variant other than scaled_dot, dot, additive, hard, sample and gumbel"),
+    "toy_positions": (("positions",), "positions other than none, sinusoidal, rope and alibi"),
+    "toy_temperature": (("temperature", "min"), "a temperature that is not a finite number of at least min"),
+    "toy_seed_range": (("seed", "max"), "a seed below 0 or over max"),
+    "toy_straight_through": (("variant",), "straight_through with a variant other than gumbel"),
+    "toy_additive_variant": (("variant",), "additive parameters with a variant other than additive"),
+    "toy_additive_shape": (("shape", "want"), "additive parameters whose shape is not w_q, w_k: n_heads x d_keys x "
+                           "d_attn and v: n_heads x d_attn (d_attn: w_q's last axis)"),
+    "toy_hidden_key": (("key", "keys"), "a hidden key index outside 0..keys-1"),
+    "toy_sinusoidal_odd": (("d_model",), "sinusoidal positions with an odd d_model (sin and cos columns pair up)"),
+    "toy_rope_odd": (("d_keys",), "RoPE with an odd d_keys (it rotates pairs of dimensions)"),
 }
 
 

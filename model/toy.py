@@ -2,15 +2,25 @@
 
 d_model 4, 2 heads, identity projections and zero biases, so every number can
 be followed by hand. Computed in float64 so the example's numbers are exact.
+
+Beyond the example: the variants of model/variants.py, per-head widths d_keys / d_values,
+hidden keys beside the causal mask, and positions (sinusoidal, RoPE, ALiBi). A missing square
+weight is the identity; a missing weight that is not square (d_keys or d_values off d_model / H)
+is seeded: N(0, 1) / sqrt(rows) rounded to 2 decimals, drawn from
+torch.Generator().manual_seed(seed + stream), streams q 1, k 2, v 3, o 4. The default additive
+parameters (d_attn = d_keys) are drawn the same way, streams w_q 5, w_k 6, v 7.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
+from . import positions as pos
+from . import variants
 from .attention import MultiHeadAttention, causal_mask
 from .errors import Ctx, ToyShapeError
 from .trace import Trace, select
@@ -22,6 +32,9 @@ WORKED_N_HEADS = 2
 MAX_SIDE = 64  # rows and columns of any toy matrix
 MAX_ABS = 1e6  # largest magnitude of a toy number (keeps every step finite)
 WEIGHT_NAMES = ("q", "k", "v", "o")
+WEIGHT_STREAMS = {"q": 1, "k": 2, "v": 3, "o": 4}
+ADDITIVE_STREAMS = {"w_q": 5, "w_k": 6, "v": 7}
+POSITIONS = ("none", "sinusoidal", "rope", "alibi")
 
 Matrix = Sequence[Sequence[float]]
 
@@ -57,29 +70,146 @@ def _tensor(loc: tuple[str, ...], rows: Matrix) -> torch.Tensor:
     return t
 
 
-def toy_layer(d_model: int, n_heads: int, weights: Mapping[str, Matrix] | None = None) -> MultiHeadAttention:
-    """A float64 attention layer whose projections act as X W; missing weights are the identity."""
-    if n_heads < 1 or d_model % n_heads:
+def seeded(shape: tuple[int, ...], seed: int, stream: int) -> torch.Tensor:
+    """A default parameter: N(0, 1) / sqrt(shape[-2] or 1) rounded to 2 decimals, from seed + stream."""
+    generator = torch.Generator().manual_seed(seed + stream)
+    fan_in = shape[-2] if len(shape) > 1 else shape[-1]
+    w = torch.randn(shape, generator=generator, dtype=torch.float64) / math.sqrt(fan_in)
+    return torch.round(w, decimals=2)
+
+
+def _widths(d_model: int, n_heads: int, d_keys: int | None, d_values: int | None) -> tuple[int, int]:
+    if n_heads < 1 or ((d_keys is None or d_values is None) and d_model % n_heads):
         raise ToyShapeError("toy_heads_divide", ("n_heads",),
-                            f"n_heads {n_heads} does not divide d_model {d_model}; pick a divisor of {d_model}",
+                            f"n_heads {n_heads} does not divide d_model {d_model}; pick a divisor of {d_model}"
+                            + (" or send d_keys and d_values" if n_heads >= 1 else ""),
                             n_heads=n_heads, d_model=d_model)
+    dk = d_model // n_heads if d_keys is None else d_keys
+    dv = d_model // n_heads if d_values is None else d_values
+    for name, d in (("d_keys", dk), ("d_values", dv)):
+        if d < 1 or n_heads * d > MAX_SIDE:
+            raise ToyShapeError("toy_head_width", (name,),
+                                f"{name} {d} gives weights {n_heads * d} wide with {n_heads} heads; "
+                                f"send {name} from 1 to {MAX_SIDE // n_heads}",
+                                width=n_heads * d, n_heads=n_heads, max=MAX_SIDE)
+    return dk, dv
+
+
+def toy_layer(d_model: int, n_heads: int, weights: Mapping[str, Matrix] | None = None,
+              d_keys: int | None = None, d_values: int | None = None, seed: int = 0) -> MultiHeadAttention:
+    """A float64 attention layer whose projections act as X W; missing square weights are the identity,
+    missing non-square ones seeded (module docstring)."""
+    dk, dv = _widths(d_model, n_heads, d_keys, d_values)
     given = weights or {}
     unknown = sorted(set(given) - set(WEIGHT_NAMES))
     if unknown:
         raise ToyShapeError("toy_weight_name", ("weights", unknown[0]),
                             f"unknown weights {unknown}; the weights are q, k, v and o", name=unknown[0])
-    layer = MultiHeadAttention(d_model, n_heads).double()
+    layer = MultiHeadAttention(d_model, n_heads, d_keys=dk, d_values=dv).double()
+    shapes = {"q": (d_model, n_heads * dk), "k": (d_model, n_heads * dk),
+              "v": (d_model, n_heads * dv), "o": (n_heads * dv, d_model)}
+    widths_given = d_keys is not None or d_values is not None
     with torch.no_grad():
         for name, linear in zip(WEIGHT_NAMES, (layer.query, layer.key, layer.value, layer.output), strict=True):
-            loc = ("weights", name)
-            w = _tensor(loc, given[name]) if name in given else torch.eye(d_model, dtype=torch.float64)  # (D, D)
-            if w.shape != (d_model, d_model):
+            loc, want = ("weights", name), shapes[name]
+            if name in given:
+                w = _tensor(loc, given[name])  # (in, out)
+            elif want[0] == want[1]:
+                w = torch.eye(want[0], dtype=torch.float64)  # (D, D)
+            else:
+                w = seeded(want, seed, WEIGHT_STREAMS[name])  # (in, out)
+            if w.shape != want:
                 rows, cols = w.shape
+                if widths_given:
+                    raise ToyShapeError("toy_weight_widths", loc,
+                                        f"weights.{name} is {rows}x{cols}; with n_heads {n_heads}, d_keys {dk} and "
+                                        f"d_values {dv} it must be {want[0]}x{want[1]}; send that shape or change "
+                                        "d_keys / d_values", rows=rows, cols=cols, want_rows=want[0], want_cols=want[1])
                 raise ToyShapeError("toy_weight_shape", loc, f"weights.{name} is {rows}x{cols}; it must be "
                                     f"{d_model}x{d_model}", rows=rows, cols=cols, d_model=d_model)
             linear.weight.copy_(w.T)  # nn.Linear computes x W^T; the toy's W is in x out
             linear.bias.zero_()
     return layer.eval()
+
+
+def _shape(t: torch.Tensor | None) -> str:
+    return "ragged" if t is None else "x".join(str(n) for n in t.shape) or "scalar"
+
+
+def additive_parameters(given: Mapping[str, object] | None, n_heads: int, d_keys: int,
+                        seed: int) -> variants.AdditiveScore:
+    """The additive (Bahdanau) parameters: the ones given (all three) or seeded ones with d_attn = d_keys."""
+    if not given:
+        return variants.AdditiveScore(
+            w_q=seeded((n_heads, d_keys, d_keys), seed, ADDITIVE_STREAMS["w_q"]),
+            w_k=seeded((n_heads, d_keys, d_keys), seed, ADDITIVE_STREAMS["w_k"]),
+            v=seeded((n_heads, d_keys), seed, ADDITIVE_STREAMS["v"]),
+        )
+    tensors: dict[str, torch.Tensor | None] = {}
+    for name in ADDITIVE_STREAMS:
+        try:
+            tensors[name] = torch.tensor(given[name], dtype=torch.float64) if name in given else None
+        except (ValueError, TypeError):
+            tensors[name] = None
+    w_q = tensors["w_q"]
+    d_attn = int(w_q.shape[-1]) if w_q is not None and w_q.dim() == 3 else d_keys
+    want = {"w_q": (n_heads, d_keys, d_attn), "w_k": (n_heads, d_keys, d_attn), "v": (n_heads, d_attn)}
+    for name, shape in want.items():
+        t = tensors[name]
+        if t is None or tuple(t.shape) != shape or (t.numel() and not torch.isfinite(t).all()):
+            have = "missing" if name not in given else _shape(t)
+            need = "x".join(str(n) for n in shape)
+            raise ToyShapeError("toy_additive_shape", ("additive", name),
+                                f"additive.{name} is {have}; with n_heads {n_heads} and d_keys {d_keys} it must be "
+                                f"{need} of finite numbers (d_attn {d_attn} from w_q)", shape=have, want=need)
+    return variants.AdditiveScore(w_q=tensors["w_q"], w_k=tensors["w_k"], v=tensors["v"])  # type: ignore[arg-type]
+
+
+def _check_settings(variant: str, positions: str, temperature: float, seed: int, straight_through: bool,
+                    additive: Mapping[str, object] | None) -> None:
+    """The settings' own rules (the web schema states most of them too)."""
+    if variant not in variants.VARIANTS:
+        raise ToyShapeError("toy_variant", ("variant",),
+                            f"unknown variant {variant!r}; use one of {', '.join(variants.VARIANTS)}", variant=variant)
+    if positions not in POSITIONS:
+        raise ToyShapeError("toy_positions", ("positions",),
+                            f"unknown positions {positions!r}; use one of {', '.join(POSITIONS)}", positions=positions)
+    if not (math.isfinite(temperature) and temperature >= variants.MIN_TEMPERATURE):
+        raise ToyShapeError("toy_temperature", ("temperature",),
+                            f"temperature {temperature} is below {variants.MIN_TEMPERATURE:g}; send a number from "
+                            f"{variants.MIN_TEMPERATURE:g} up (1 leaves the scores as they are, below 1 sharpens the "
+                            "rows, above 1 flattens them)", temperature=temperature, min=variants.MIN_TEMPERATURE)
+    if not 0 <= seed <= variants.MAX_SEED:
+        raise ToyShapeError("toy_seed_range", ("seed",),
+                            f"seed {seed} is out of range; send a seed from 0 to {variants.MAX_SEED}",
+                            seed=seed, max=variants.MAX_SEED)
+    if straight_through and variant != "gumbel":
+        raise ToyShapeError("toy_straight_through", ("straight_through",),
+                            f"straight_through is for the gumbel variant, not {variant}; send variant gumbel or "
+                            "remove straight_through", variant=variant)
+    if additive and variant != "additive":
+        raise ToyShapeError("toy_additive_variant", ("additive",),
+                            f"additive parameters sent with variant {variant}; send variant additive or remove "
+                            "additive", variant=variant)
+
+
+def _mask(t: int, s: int, n_heads: int, causal: bool, hidden_keys: Sequence[int],
+          positions: str) -> torch.Tensor | None:
+    """The additive mask (T, S), or (H, T, S) with ALiBi's bias: −inf where hidden, −m_h·|i−j| for ALiBi."""
+    for i, key in enumerate(hidden_keys):
+        if not 0 <= key < s:
+            raise ToyShapeError("toy_hidden_key", ("hidden_keys", str(i)),
+                                f"hidden key {key} is out of range; there are {_count(s, 'key')}, so hide "
+                                f"keys 0..{s - 1}", key=key, keys=s)
+    mask = causal_mask(t, s).double() if causal else None  # (T, S)
+    if hidden_keys:
+        hidden = torch.zeros(t, s, dtype=torch.float64)
+        hidden[:, list(hidden_keys)] = float("-inf")  # (T, S)
+        mask = hidden if mask is None else mask + hidden
+    if positions == "alibi":
+        bias = pos.alibi_bias(n_heads, t, s).double()  # (H, T, S)
+        mask = bias if mask is None else mask + bias
+    return mask
 
 
 def run_toy(
@@ -89,13 +219,26 @@ def run_toy(
     n_heads: int | None = None,
     weights: Mapping[str, Matrix] | None = None,
     causal: bool = False,
+    *,
+    variant: str = "scaled_dot",
+    temperature: float = 1.0,
+    seed: int = 0,
+    straight_through: bool = False,
+    d_keys: int | None = None,
+    d_values: int | None = None,
+    additive: Mapping[str, object] | None = None,
+    positions: str = "none",
+    hidden_keys: Sequence[int] = (),
 ) -> dict[str, Any]:
     """One attention layer on small inputs with every step traced (batch axis dropped).
 
     With none of queries/keys/values given this is the worked example. Keys
-    default to queries and values to keys. `input` holds the three inputs.
+    default to queries and values to keys. `input` holds the three inputs (plus
+    the sinusoidal table with positions="sinusoidal"). The `scale` step is the
+    scores times scale / temperature, and the answer's `scale` is that factor.
     Raises ToyShapeError (a ValueError) naming the rule (model/errors.py TOY_RULES), the field and the problem.
     """
+    _check_settings(variant, positions, temperature, seed, straight_through, additive)
     if queries is None and keys is None and values is None:
         queries, values = WORKED_QUERIES, WORKED_VALUES
     if queries is None:
@@ -120,11 +263,42 @@ def run_toy(
                                 f"d_model {d_model} is odd; send n_heads, a divisor of {d_model}", d_model=d_model)
         n_heads = WORKED_N_HEADS
 
-    layer = toy_layer(d_model, n_heads, weights)
-    mask = causal_mask(x_q.shape[0], x_k.shape[0]).double() if causal else None  # (T, S)
+    layer = toy_layer(d_model, n_heads, weights, d_keys, d_values, seed)
+    if positions == "sinusoidal":
+        if d_model % 2:
+            raise ToyShapeError("toy_sinusoidal_odd", ("positions",),
+                                f"sinusoidal positions need an even d_model, not {d_model}; add a column or "
+                                "pick other positions", d_model=d_model)
+        x_q = x_q + pos.sinusoidal(x_q.shape[0], d_model).double()  # (T, D)
+        x_k = x_k + pos.sinusoidal(x_k.shape[0], d_model).double()  # (S, D)
+        x_v = x_v + pos.sinusoidal(x_v.shape[0], d_model).double()  # (S, D)
+    if positions == "rope":
+        if layer.d_keys % 2:
+            raise ToyShapeError("toy_rope_odd", ("d_keys",) if d_keys is not None else ("positions",),
+                                f"RoPE needs an even d_keys, not {layer.d_keys}; send an even d_keys or pick "
+                                "other positions", d_keys=layer.d_keys)
+        layer.rotate = pos.rope
+    adder = additive_parameters(additive, n_heads, layer.d_keys, seed) if variant == "additive" else None
+    layer.score, factor = variants.scoring(variant, layer.d_keys, adder)
+    layer.scale = factor / temperature
+    layer.weigh = variants.weighting(variant, seed, temperature, straight_through)
+    mask = _mask(x_q.shape[0], x_k.shape[0], n_heads, causal, hidden_keys, positions)  # (T, S) or (H, T, S)
+
     trace = Trace(layers=[0])
     with torch.no_grad():
         layer(x_q[None], keys=x_k[None], values=x_v[None], mask=mask, record=trace.recorder(0))
     steps = {**select(trace[0]), "input": {"q": x_q, "k": x_k, "v": x_v}}
-    return {"d_model": d_model, "n_heads": n_heads, "d_head": layer.d_head, "scale": layer.scale, "steps": steps}
-
+    used = {name: lin.weight.detach().T.clone() for name, lin in
+            zip(WEIGHT_NAMES, (layer.query, layer.key, layer.value, layer.output), strict=True)}  # (in, out)
+    result: dict[str, Any] = {
+        "d_model": d_model, "n_heads": n_heads, "d_head": layer.d_keys, "d_keys": layer.d_keys,
+        "d_values": layer.d_values, "scale": layer.scale, "variant": variant, "temperature": temperature,
+        "seed": seed, "straight_through": straight_through, "positions": positions,
+        "hidden_keys": list(hidden_keys), "weights": used, "steps": steps, "soft": None, "additive": None,
+    }
+    if adder is not None:
+        result["additive"] = {"w_q": adder.w_q, "w_k": adder.w_k, "v": adder.v}
+    if variants.is_hard(variant, straight_through):
+        masked = trace.tensor(0, "mask")  # (B, H, T, S)
+        result["soft"] = variants.soft_weights(masked, variant, seed, temperature, mask is not None)[0]  # (H, T, S)
+    return result
