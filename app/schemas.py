@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Generic, TypeVar, cast
+from typing import Annotated, Any, Generic, Literal, TypeVar, cast
 
 from fastapi.openapi.models import Example
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
@@ -16,6 +16,8 @@ from model.positions import MAX_HEADS as POSITIONS_MAX_HEADS
 from model.positions import MAX_LENGTH as POSITIONS_MAX_LENGTH
 from model.toy import MAX_ABS as TOY_MAX_ABS
 from model.toy import MAX_SIDE as TOY_MAX_SIDE
+from model.variants import MAX_SEED as TOY_MAX_SEED
+from model.variants import MIN_TEMPERATURE as TOY_MIN_TEMPERATURE
 
 
 class StrictRequest(BaseModel):
@@ -140,6 +142,34 @@ class ToyWeights(StrictRequest):
     o: ToyMatrix | None = None
 
 
+class ToyAdditive(StrictRequest):
+    """Bahdanau parameters per head: scores_ij = v_h^T tanh(q_i W_q[h] + k_j W_k[h]) on the split q and k."""
+
+    w_q: list[list[list[FiniteNumber]]] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn.")
+    w_k: list[list[list[FiniteNumber]]] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn.")
+    v: list[list[FiniteNumber]] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_attn.")
+
+
+def _check_temperature(value: float) -> float:
+    if value < TOY_MIN_TEMPERATURE:  # the toy's own rule, under its own type (model/errors.py TOY_RULES)
+        raise PydanticCustomError("toy_temperature", f"must be at least {TOY_MIN_TEMPERATURE:g}; raise it",
+                                  {"temperature": value, "min": TOY_MIN_TEMPERATURE})
+    return value
+
+
+Temperature = Annotated[
+    float,
+    Field(gt=0, le=TOY_MAX_ABS, allow_inf_nan=False, json_schema_extra={"minimum": TOY_MIN_TEMPERATURE}),
+    AfterValidator(_check_temperature),
+]
+ToyVariant = Literal["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"]
+ToyPositions = Literal["none", "sinusoidal", "rope", "alibi"]
+HiddenKeys = Annotated[
+    list[Index], Field(max_length=TOY_MAX_SIDE, json_schema_extra={"uniqueItems": True}),
+    AfterValidator(_check_distinct),
+]
+
+
 class ToyRequest(StrictRequest):
     model_config = ConfigDict(json_schema_extra=examples(
         {},
@@ -154,6 +184,15 @@ class ToyRequest(StrictRequest):
     n_heads: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Must divide d_model; default 2.")
     weights: ToyWeights | None = None
     causal: bool = Field(False, description="Hide key j from query i when j > i.")
+    variant: ToyVariant = Field("scaled_dot", description="How scores become weights (see the route).")
+    temperature: Temperature = Field(1.0, description="Divides the scaled scores before the weights (every variant).")
+    seed: int = Field(0, ge=0, le=TOY_MAX_SEED, description="The draw of sample and gumbel, and of seeded defaults.")
+    straight_through: bool = Field(False, description="gumbel only: the forward weights are one-hot.")
+    d_keys: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Per-head width of q and k; d_model/n_heads.")
+    d_values: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Per-head width of v; d_model/n_heads.")
+    additive: ToyAdditive | None = Field(None, description="variant additive only; default seeded, d_attn = d_keys.")
+    positions: ToyPositions = Field("none", description="none, sinusoidal (X + P), rope (q, k rotated), alibi (bias).")
+    hidden_keys: HiddenKeys = Field(default_factory=list, description="Distinct key indices hidden from every query.")
 
 
 class SummaryRequest(AttentionRequest):
@@ -276,11 +315,37 @@ class ToySteps(Steps[QKV]):
     input: QKV = Field(description="The three inputs before projection: q (L x d_model), k and v (S x d_model).")
 
 
+class ToyWeightsUsed(BaseModel):
+    q: Matrix
+    k: Matrix
+    v: Matrix
+    o: Matrix
+
+
+class ToyAdditiveUsed(BaseModel):
+    w_q: Stack
+    w_k: Stack
+    v: Matrix
+
+
 class ToyResponse(BaseModel):
     d_model: int
     n_heads: int
-    d_head: int
-    scale: float
+    d_head: int = Field(description="d_keys, the width of each head's q and k.")
+    d_keys: int
+    d_values: int
+    scale: float = Field(description="The factor of the scale step: 1/sqrt(d_keys) (scaled_dot, hard, sample, "
+                         "gumbel) or 1 (dot, additive), divided by the temperature.")
+    variant: str
+    temperature: float
+    seed: int
+    straight_through: bool
+    positions: str
+    hidden_keys: list[int]
+    weights: ToyWeightsUsed = Field(description="The weights used (in x out), defaults included.")
+    additive: ToyAdditiveUsed | None = Field(None, description="The additive parameters used; null otherwise.")
+    soft: Stack | None = Field(None, description="Hard variants (hard, sample, straight-through gumbel): the "
+                               "softmax (h x L x S) the one-hot weights came from; null otherwise.")
     steps: ToySteps
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 import torch
@@ -174,7 +175,26 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> R
         "most 64x64 with finite numbers of magnitude at most 1e6 (stated in the schema). Rules between fields, "
         "which the schema cannot state: every row of a matrix as long as its first row; keys and values have "
         "as many columns as queries (d_model); as many values as keys; each weight is d_model x d_model; "
-        "n_heads divides d_model (an odd d_model needs n_heads). A broken one is answered 422 with "
+        "n_heads divides d_model (an odd d_model needs n_heads, unless d_keys and d_values are sent). "
+        "**Variants**: `scaled_dot` (q·kᵀ, scale 1/√d_keys), `dot` (scale 1), `additive` (scores_ij = "
+        "v_hᵀ tanh(q_i W_q[h] + k_j W_k[h]) on the split q and k, scale 1; parameters `additive` or seeded "
+        "ones with d_attn = d_keys), `hard` (one-hot argmax of each masked row, ties to the lowest index), "
+        "`sample` (one-hot drawn from the softmax row), `gumbel` (softmax((s + g)/τ), g ~ Gumbel(0, 1); with "
+        "`straight_through` the forward weights are its one-hot argmax). **Temperature** τ divides the scaled "
+        "scores: the `scale` step is scores × scale, and the answer's `scale` is that factor (1/√d_keys or 1, "
+        "divided by τ); the mask and the ALiBi bias are added after it, unscaled. The `softmax` step holds the "
+        "weights used; `hard`, `sample` and straight-through `gumbel` add `soft`, the softmax the one-hot rows "
+        "came from. A row with every key hidden is zeros for every variant. **Seed**: each draw uses "
+        "`torch.Generator().manual_seed(seed + stream)` and `torch.rand(..., dtype=float64)`: stream 0 is the "
+        "noise (shape h × L × S for gumbel with g = −log(−log u); h × L × 1 for sample, which takes the first "
+        "key whose cumulative weight exceeds u). **Widths**: W_q, W_k are d_model × (n_heads·d_keys), W_v "
+        "d_model × (n_heads·d_values), W_o (n_heads·d_values) × d_model; a missing square weight is the "
+        "identity, a missing non-square one is N(0, 1)/√rows rounded to 2 decimals from streams q 1, k 2, v 3, "
+        "o 4 (additive defaults: w_q 5, w_k 6, v 7); the answer echoes every weight used. **Positions**: "
+        "`sinusoidal` adds the table to the queries', keys' and values' inputs by row (the `input` step shows "
+        "X + P; even d_model), `rope` rotates each head's q and k after the split (the `split` step shows "
+        "them; even d_keys), `alibi` adds −m_h·|i−j|, m_h = 2^(−8(h+1)/H), in the `mask` step. "
+        "`hidden_keys` hides those keys from every query, beside `causal`. A broken rule is answered 422 with "
         "`errors[0].loc` naming the field, row or cell, e.g. `[\"body\", \"values\"]` or "
         "`[\"body\", \"queries\", \"1\"]`, `errors[0].type` naming the rule and `errors[0].ctx` its numbers: "
         + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in TOY_RULES.items()) + "."
@@ -182,5 +202,13 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> R
 )
 def toy(req: ToyInput, hub: Hub, gone: ClientLeft) -> Response:
     weights = req.weights.model_dump(exclude_none=True) if req.weights else None
-    result = hub.run(run_toy, req.queries, req.keys, req.values, req.n_heads, weights, req.causal, gone=gone)
-    return serialize.json_response(ToyResponse(**{**result, "steps": serialize.steps(result["steps"])}))
+    additive = req.additive.model_dump() if req.additive else None
+    run = partial(run_toy, variant=req.variant, temperature=req.temperature, seed=req.seed,
+                  straight_through=req.straight_through, d_keys=req.d_keys, d_values=req.d_values,
+                  additive=additive, positions=req.positions, hidden_keys=req.hidden_keys)
+    result = hub.run(run, req.queries, req.keys, req.values, req.n_heads, weights, req.causal, gone=gone)
+    tensors = {name: serialize.steps(result[name]) if result[name] is not None else None
+               for name in ("weights", "additive")}
+    soft = serialize.matrix(result["soft"]) if result["soft"] is not None else None
+    body = ToyResponse(**{**result, **tensors, "soft": soft, "steps": serialize.steps(result["steps"])})
+    return serialize.json_response(body)

@@ -202,6 +202,9 @@ def test_toy_non_finite_numbers(client, raw):
     assert r.status_code == 422 and "finite" in r.json()["detail"]
 
 
+Q4 = [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1]]
+ADDITIVE_1 = {"w_q": [[[1]]], "w_k": [[[1]]], "v": [[1]]}
+
 # Every toy error names its field as a path and its rule as a type (the page marks the field and
 # words the problem without reading the sentence); toy rules carry their numbers in ctx.
 HTTP_CASES = [
@@ -232,6 +235,32 @@ HTTP_CASES = [
     ({"queries": [[1, 2]], "weights": {"x": [[1]]}}, ["body", "weights", "x"], "extra_forbidden", None),
     ({"queries": [[1, 2]], "n_heads": 0}, ["body", "n_heads"], "greater_than_equal", {"ge": 1}),
     ({"queries": [[1, 2]], "n_heads": "2"}, ["body", "n_heads"], "int_type", None),
+    # variants, widths, masks and positions
+    ({"queries": Q4, "d_keys": 3, "weights": {"q": np.eye(4).tolist()}}, ["body", "weights", "q"],
+     "toy_weight_widths", {"rows": 4, "cols": 4, "want_rows": 4, "want_cols": 6}),
+    ({"queries": Q4, "d_values": 1, "weights": {"o": np.eye(4).tolist()}}, ["body", "weights", "o"],
+     "toy_weight_widths", {"rows": 4, "cols": 4, "want_rows": 2, "want_cols": 4}),
+    ({"queries": Q4, "d_keys": 40}, ["body", "d_keys"], "toy_head_width", {"width": 80, "n_heads": 2, "max": 64}),
+    ({"queries": Q4, "straight_through": True}, ["body", "straight_through"], "toy_straight_through",
+     {"variant": "scaled_dot"}),
+    ({"queries": Q4, "additive": ADDITIVE_1}, ["body", "additive"], "toy_additive_variant", {"variant": "scaled_dot"}),
+    ({"queries": Q4, "variant": "additive", "additive": ADDITIVE_1}, ["body", "additive", "w_q"],
+     "toy_additive_shape", {"shape": "1x1x1", "want": "2x2x1"}),
+    ({"queries": Q4, "hidden_keys": [0, 3]}, ["body", "hidden_keys", "1"], "toy_hidden_key", {"key": 3, "keys": 3}),
+    ({"queries": [[1, 2, 3]], "n_heads": 1, "positions": "sinusoidal"}, ["body", "positions"], "toy_sinusoidal_odd",
+     {"d_model": 3}),
+    ({"queries": Q4, "d_keys": 3, "positions": "rope"}, ["body", "d_keys"], "toy_rope_odd", {"d_keys": 3}),
+    ({"queries": Q4, "temperature": 0}, ["body", "temperature"], "greater_than", {"gt": 0.0}),
+    ({"queries": Q4, "temperature": -1.5}, ["body", "temperature"], "greater_than", {"gt": 0.0}),
+    ({"queries": Q4, "temperature": 1e-300}, ["body", "temperature"], "toy_temperature",
+     {"temperature": 1e-300, "min": 1e-6}),
+    ({"queries": Q4, "seed": -1}, ["body", "seed"], "greater_than_equal", {"ge": 0}),
+    ({"queries": Q4, "seed": 2**32}, ["body", "seed"], "less_than_equal", {"le": 2**32 - 1}),
+    ({"queries": Q4, "hidden_keys": [-1]}, ["body", "hidden_keys", "0"], "toy_hidden_key", {"key": -1, "keys": 3}),
+    ({"queries": Q4, "variant": "luong"}, ["body", "variant"], "literal_error",
+     {"expected": "'scaled_dot', 'dot', 'additive', 'hard', 'sample' or 'gumbel'"}),
+    ({"queries": Q4, "positions": "learned"}, ["body", "positions"], "literal_error",
+     {"expected": "'none', 'sinusoidal', 'rope' or 'alibi'"}),
 ]
 
 
@@ -282,6 +311,12 @@ MODEL_LEVEL = [
     (dict(queries=[[1.0]], keys=[[]]), ("keys",), "toy_empty", {}),
     (dict(queries=[[1.0]] * 65), ("queries",), "toy_size", {"rows": 65, "cols": 1, "max": 64}),
     (dict(queries=[[1.0, 2.0]], n_heads=0), ("n_heads",), "toy_heads_divide", {"n_heads": 0, "d_model": 2}),
+    (dict(variant="luong"), ("variant",), "toy_variant", {"variant": "luong"}),
+    (dict(positions="learned"), ("positions",), "toy_positions", {"positions": "learned"}),
+    (dict(temperature=0.0), ("temperature",), "toy_temperature", {"temperature": 0.0, "min": 1e-6}),
+    (dict(seed=-3), ("seed",), "toy_seed_range", {"seed": -3, "max": 2**32 - 1}),
+    (dict(variant="additive", additive={"w_q": [[[1.0, 2.0], [3.0]]], "w_k": [], "v": []}), ("additive", "w_q"),
+     "toy_additive_shape", {"shape": "ragged", "want": "2x2x2"}),
 ]
 
 
@@ -317,7 +352,8 @@ def test_a_toy_rule_states_exactly_its_numbers():
 def test_every_toy_error_the_server_gives_names_a_field(client):
     """Random bad requests: every 422 of /toy carries a loc under body naming a request field."""
     rng = np.random.default_rng(1)
-    fields = {"queries", "keys", "values", "n_heads", "weights", "causal"}
+    fields = {"queries", "keys", "values", "n_heads", "weights", "causal", "hidden_keys", "d_keys", "d_values",
+              "positions"}
     for _ in range(60):
         body = {}
         for name in ("queries", "keys", "values"):
@@ -332,8 +368,62 @@ def test_every_toy_error_the_server_gives_names_a_field(client):
         if rng.random() < 0.3:
             side = int(rng.integers(1, 5))
             body["weights"] = {"qkvo"[int(rng.integers(4))]: np.eye(side).tolist()}
+        for name in ("d_keys", "d_values"):
+            if rng.random() < 0.2:
+                body[name] = int(rng.integers(1, 5))
+        if rng.random() < 0.2:
+            body["hidden_keys"] = [int(rng.integers(0, 5))]
+        if rng.random() < 0.2:
+            body["positions"] = ["sinusoidal", "rope", "alibi"][int(rng.integers(3))]
         r = toy(client, **body)
         assert r.status_code in (200, 422), r.text
         if r.status_code == 422:
             for error in r.json()["errors"]:
                 assert error["loc"][0] == "body" and error["loc"][1] in fields, (body, error)
+
+
+def test_toy_answer_echoes_the_settings_and_the_defaults_are_the_worked_example(client):
+    body = toy(client).json()
+    assert {k: body[k] for k in ("variant", "temperature", "seed", "straight_through", "d_keys", "d_values",
+                                 "positions", "hidden_keys", "additive", "soft")} == {
+        "variant": "scaled_dot", "temperature": 1.0, "seed": 0, "straight_through": False, "d_keys": 2,
+        "d_values": 2, "positions": "none", "hidden_keys": [], "additive": None, "soft": None}
+    assert body["weights"] == {n: np.eye(4).tolist() for n in "qkvo"}
+
+
+@pytest.mark.parametrize("variant", ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"])
+def test_toy_variants_over_http(client, variant):
+    body = toy(client, variant=variant, temperature=0.5, seed=4, hidden_keys=[2], causal=True).json()
+    factor = 1.0 if variant in ("dot", "additive") else 2 ** -0.5
+    assert body["scale"] == pytest.approx(factor / 0.5)
+    np.testing.assert_allclose(body["steps"]["scale"], np.array(body["steps"]["scores"]) * body["scale"], atol=1e-12)
+    weights = np.array(body["steps"]["softmax"])
+    assert np.isfinite(weights).all() and (weights[:, :, 2] == 0).all()
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-12)
+    assert (body["soft"] is not None) == (variant in ("hard", "sample"))
+    assert (body["additive"] is not None) == (variant == "additive")
+    if body["soft"] is not None:
+        assert set(np.unique(weights)) <= {0.0, 1.0}
+        assert np.array(body["soft"]).shape == weights.shape
+
+
+def test_toy_widths_positions_and_straight_through_over_http(client):
+    body = toy(client, queries=Q4, keys=Q4 * 2, d_keys=3, d_values=1, n_heads=2, variant="gumbel",
+               straight_through=True, positions="alibi", seed=1).json()
+    assert (body["d_keys"], body["d_values"]) == (3, 1)
+    assert np.array(body["weights"]["q"]).shape == (4, 6) and np.array(body["weights"]["o"]).shape == (2, 4)
+    assert np.array(body["steps"]["weighted_sum"]).shape == (2, 3, 1)
+    soft, hard = np.array(body["soft"]), np.array(body["steps"]["softmax"])
+    np.testing.assert_array_equal(hard, np.eye(6)[soft.argmax(-1)])
+    rope = toy(client, positions="rope").json()["steps"]["split"]["q"]
+    assert rope != toy(client).json()["steps"]["split"]["q"]
+
+
+def test_toy_schema_states_the_variants_and_positions():
+    from app.schemas import ToyRequest
+    from model.toy import POSITIONS
+    from model.variants import VARIANTS
+
+    props = ToyRequest.model_json_schema()["properties"]
+    assert tuple(props["variant"]["enum"]) == VARIANTS and tuple(props["positions"]["enum"]) == POSITIONS
+    assert props["temperature"]["exclusiveMinimum"] == 0

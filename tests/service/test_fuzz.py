@@ -40,14 +40,17 @@ DOCUMENTED_RULES = {
     "index_out_of_range": (422, "out of range; this model has"),
     # the toy's rules between fields (model/errors.py TOY_RULES; the others the schema states); the loc is checked below
     **{rule: (422, "") for rule in ("toy_no_queries", "toy_ragged", "toy_columns", "toy_value_rows",
-                                    "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape")},
+                                    "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape", "toy_weight_widths",
+                                    "toy_head_width", "toy_straight_through", "toy_additive_variant",
+                                    "toy_additive_shape", "toy_hidden_key", "toy_sinusoidal_odd", "toy_rope_odd")},
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
     # GET /positions: rules between its parameters or on the model (model/positions.py POSITION_RULES)
     "positions_odd_d_model": (422, "must be even"),
     "positions_learned_d_model": (422, "learned table is"),
     "positions_learned_length": (422, "learned positions"),
 }
-TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights"}
+TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
+              "additive", "hidden_keys", "positions"}
 POSITIONS_FIELDS = {"d_model", "length"}
 
 
