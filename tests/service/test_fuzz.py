@@ -104,7 +104,7 @@ def api_schema(fuzz_server):
 OPERATIONS = [
     ("GET", "/api/v1/models"), ("POST", "/api/v1/attention"), ("POST", "/api/v1/attention/summary"),
     ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("GET", "/api/v1/positions"), ("GET", "/healthz"),
-    ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"),
+    ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/positions"),
 ]
 WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | {("GET", "/api/v1/positions")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [
