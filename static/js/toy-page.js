@@ -12,7 +12,7 @@ import { ApiError, getToy } from './api.js';
 import { fromToy } from './figures/steps.js';
 import { $, createPage, createStatus, errorMessage, latestWins, Lru, setTitle, t } from './page.js';
 import { describeErrors, listOf } from './toy/errors.js';
-import { identityWeights, readState, writeState } from './toy/url.js';
+import { identityWeights, OPTION_DEFAULTS, readState, writeState } from './toy/url.js';
 import { createToySetup } from './views/toy-setup.js';
 import { createWalkthrough } from './views/walkthrough.js';
 
@@ -45,7 +45,7 @@ let example = null; // the worked example: {queries, keys, values, heads, toy} (
 /** The worked example's setup: what every part of the URL left out stands for. */
 function exampleSetup() {
   const { queries, keys, values, heads } = example;
-  return { queries, keys, values, heads, weights: identityWeights(queries[0].length), causal: false };
+  return { queries, keys, values, heads, weights: identityWeights(queries[0].length), causal: false, ...OPTION_DEFAULTS };
 }
 
 const page = createPage({
@@ -83,18 +83,19 @@ function clearErrors() {
 function showErrors(error, body) {
   clearErrors();
   const items = error instanceof ApiError && Array.isArray(error.body?.errors) ? error.body.errors : [];
-  const lines = describeErrors(items, body).map(({ field, text }) => {
+  const lines = [];
+  for (const { field, problem, text } of describeErrors(items, body)) {
     setup.mark(field);
-    return text;
-  });
-  if (!lines.length) lines.push(errorMessage(error));
+    if (!setup.sayBeside(field, problem)) lines.push(text); // a mechanism's problem is said beside its control
+  }
+  if (!items.length) lines.push(errorMessage(error));
   if (lines.length > SHOWN_ERRORS + 1) lines.splice(SHOWN_ERRORS, Infinity, t('toy.error.more', { count: lines.length - SHOWN_ERRORS }));
   els.errors.replaceChildren(...lines.map((line) => {
     const li = document.createElement('li');
     li.textContent = line;
     return li;
   }));
-  els.errors.hidden = false;
+  els.errors.hidden = lines.length === 0;
   els.results.classList.add('is-stale');
   els.stale.textContent = t(shown.example ? 'toy.staleExample' : 'toy.stale');
   els.stale.hidden = false;
@@ -127,6 +128,11 @@ function summary(data) {
     t('toy.summary.scale', { scale: data.scale.toFixed(4) }),
   ];
   if (data.causal) parts.push(t('toy.summary.causal'));
+  const toy = shown?.toy;
+  if (toy?.variant && toy.variant !== OPTION_DEFAULTS.variant) parts.push(t('toy.summary.variant', { variant: t(`toy.variant.${toy.variant}`) }));
+  if (toy?.temperature != null && toy.temperature !== OPTION_DEFAULTS.temperature) parts.push(t('toy.summary.temperature', { temperature: toy.temperature }));
+  if (toy?.positions && toy.positions !== OPTION_DEFAULTS.positions) parts.push(t('toy.summary.positions', { positions: t(`toy.positions.${toy.positions}`) }));
+  if (toy?.hidden_keys?.length) parts.push(t('toy.summary.hidden', { keys: toy.hidden_keys.map((j) => `k${j}`).join(', ') }));
   return parts.join(' · ');
 }
 

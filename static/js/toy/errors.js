@@ -6,6 +6,7 @@
 import { has, lang, t } from '../i18n/index.js';
 
 const WEIGHTS = ['q', 'k', 'v', 'o'];
+const OPTIONS = ['variant', 'temperature', 'seed', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys'];
 const locale = lang === 'zh' ? 'zh-CN' : 'en';
 
 /** Items as a list in the page's language: "1, 2, or 4" / "1、2或4". */
@@ -35,7 +36,8 @@ export function fieldOf(loc) {
   if (first === 'weights' && WEIGHTS.includes(second)) {
     return { kind: 'matrix', name: `w${second}`, row: index(rest[0]), col: index(rest[1]) };
   }
-  if (first === 'n_heads' || first === 'causal') return { kind: first };
+  if (first === 'n_heads' || first === 'causal' || OPTIONS.includes(first)) return { kind: first };
+  if (first === 'additive') return { kind: 'variant' }; // the additive parameters belong to the variant
   return { kind: 'request' };
 }
 
@@ -78,6 +80,6 @@ export function describeErrors(items, body) {
   return items.map((item) => {
     const field = fieldOf(item.loc);
     const problem = problemOf(item, sentAt(body, item.loc));
-    return { field, text: t('toy.error.item', { place: placeOf(field), problem }) };
+    return { field, problem, text: t('toy.error.item', { place: placeOf(field), problem }) };
   });
 }

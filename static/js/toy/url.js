@@ -4,6 +4,10 @@
 // the identity), and so are heads (2), causal (off), head, query (0) and step (input). Only what
 // differs from the example is written. A part that cannot be read falls back to the example's
 // value and is listed in `unreadable` (by its toy.name.* field), so the page can say so.
+// The mechanisms (see OPTIONS) follow the same rule:
+//   &variant=gumbel&temperature=0.5&seed=3&straight_through=1&d_keys=1&d_values=3&positions=rope&hidden=1,3
+// and so do the compare view (&compare=1) and the permutation demo (&shuffle=1). With d_keys or
+// d_values the weights' default is the rectangular identity of their shapes (widthsOf).
 import { STEPS } from '../figures/steps.js';
 import { indexParam } from '../page.js';
 import { parseCell } from '../views/matrix-editor.js';
@@ -15,6 +19,45 @@ const MAX_SIDE = 64; // the server's limit (model/toy.py MAX_SIDE): a larger lin
 export const identity = (n) => Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
 export const identityWeights = (d) => Object.fromEntries(WEIGHTS.map((w) => [w, identity(d)]));
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+export const VARIANTS = ['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel'];
+export const POSITIONS = ['none', 'sinusoidal', 'rope', 'alibi'];
+const MAX_SEED = 2 ** 31 - 1;
+
+/** The mechanisms' defaults: what a URL without their parameters means (the server's defaults). */
+export const OPTION_DEFAULTS = Object.freeze({
+  variant: 'scaled_dot', temperature: 1, seed: 0, straightThrough: false,
+  dKeys: null, dValues: null, positions: 'none', hidden: [],
+});
+
+/** The rows × cols matrix with ones on its diagonal (the identity when square). */
+export const eye = (rows, cols) => Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => (i === j ? 1 : 0)));
+
+/** Widths of the weights for d_model, heads and the optional d_keys / d_values (null: d_model / heads). */
+export function widthsOf(dModel, heads, dKeys = null, dValues = null) {
+  const h = Number.isInteger(heads) && heads > 0 ? heads : 1;
+  const even = dModel % h === 0 ? dModel / h : null;
+  const width = (d) => (Number.isInteger(d) && d > 0 ? h * d : dModel);
+  return { keys: width(dKeys ?? even), values: width(dValues ?? even) };
+}
+
+/** The default weights {q, k, v, o} for those widths: identity-like, as the worked example's. */
+export function defaultWeights(dModel, heads, dKeys = null, dValues = null) {
+  const { keys, values } = widthsOf(dModel, heads, dKeys, dValues);
+  return { q: eye(dModel, keys), k: eye(dModel, keys), v: eye(dModel, values), o: eye(values, dModel) };
+}
+
+const wholeNumber = (max) => (text) => (/^\d{1,10}$/.test(text) && Number(text) <= max ? Number(text) : null);
+const positiveNumber = (text) => {
+  const value = Number(text);
+  return /^[0-9.e+-]+$/i.test(text) && Number.isFinite(value) && value > 0 ? value : null;
+};
+const oneOf = (names) => (text) => (names.includes(text) ? text : null);
+const indexList = (text) => (/^\d{1,2}(,\d{1,2})*$/.test(text) ? [...new Set(text.split(',').map(Number))].sort((a, b) => a - b) : null);
+// The order the page lists unreadable parts in: as the setup panel shows them.
+const FIELD_ORDER = ['queries', 'keys', 'values', 'wq', 'wk', 'wv', 'wo', 'n_heads', 'causal', 'variant', 'temperature',
+  'seed', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys'];
+const flag = (text) => ({ 1: true, 0: false })[text] ?? null;
 
 /** A matrix of numbers as URL text; String(x) reads back as exactly the same number. */
 export function matrixToParam(matrix) {
@@ -54,17 +97,32 @@ export function readState(params, example) {
   const matrix = (name, fallback) => value(PARAM[name], name, matrixFromParam, fallback);
   const queries = matrix('queries', example.queries);
   const step = params.get('step');
+  const heads = value('heads', 'n_heads', (text) => (/^\d{1,2}$/.test(text) ? Number(text) : null), example.heads);
+  const D = OPTION_DEFAULTS;
+  const dKeys = value('d_keys', 'd_keys', wholeNumber(64), D.dKeys);
+  const dValues = value('d_values', 'd_values', wholeNumber(64), D.dValues);
+  const weights = defaultWeights(queries[0].length, heads, dKeys, dValues);
   return {
     queries,
     keys: matrix('keys', example.keys),
     values: matrix('values', example.values),
-    weights: Object.fromEntries(WEIGHTS.map((w) => [w, matrix(`w${w}`, identity(queries[0].length))])),
-    heads: value('heads', 'n_heads', (text) => (/^\d{1,2}$/.test(text) ? Number(text) : null), example.heads),
-    causal: value('causal', 'causal', (text) => ({ 1: true, 0: false })[text] ?? null, false),
+    weights: Object.fromEntries(WEIGHTS.map((w) => [w, matrix(`w${w}`, weights[w])])),
+    heads,
+    causal: value('causal', 'causal', flag, false),
+    variant: value('variant', 'variant', oneOf(VARIANTS), D.variant),
+    temperature: value('temperature', 'temperature', positiveNumber, D.temperature),
+    seed: value('seed', 'seed', wholeNumber(MAX_SEED), D.seed),
+    straightThrough: value('straight_through', 'straight_through', flag, D.straightThrough),
+    dKeys,
+    dValues,
+    positions: value('positions', 'positions', oneOf(POSITIONS), D.positions),
+    hidden: value('hidden', 'hidden_keys', indexList, D.hidden),
+    compare: params.get('compare') === '1',
+    shuffle: params.get('shuffle') === '1',
+    unreadable: unreadable.sort((a, b) => FIELD_ORDER.indexOf(a) - FIELD_ORDER.indexOf(b)),
     head: indexParam(params.get('head')),
     query: indexParam(params.get('query')),
     step: STEPS.includes(step) ? step : 'input',
-    unreadable,
   };
 }
 
@@ -77,9 +135,21 @@ export function writeState(state, example) {
   put('queries', state.queries, example.queries);
   put('keys', state.keys, example.keys);
   put('values', state.values, example.values);
-  for (const w of WEIGHTS) put(`w${w}`, state.weights[w], identity(state.queries[0].length));
+  const weights = defaultWeights(state.queries[0].length, state.heads, state.dKeys ?? null, state.dValues ?? null);
+  for (const w of WEIGHTS) put(`w${w}`, state.weights[w], weights[w]);
   if (state.heads !== example.heads) params.set('heads', String(state.heads));
   if (state.causal) params.set('causal', '1');
+  const D = OPTION_DEFAULTS;
+  if (state.variant && state.variant !== D.variant) params.set('variant', state.variant);
+  if (state.temperature != null && state.temperature !== D.temperature) params.set('temperature', String(state.temperature));
+  if (state.seed) params.set('seed', String(state.seed));
+  if (state.straightThrough) params.set('straight_through', '1');
+  if (state.dKeys != null) params.set('d_keys', String(state.dKeys));
+  if (state.dValues != null) params.set('d_values', String(state.dValues));
+  if (state.positions && state.positions !== D.positions) params.set('positions', state.positions);
+  if (state.hidden?.length) params.set('hidden', state.hidden.join(','));
+  if (state.compare) params.set('compare', '1');
+  if (state.shuffle) params.set('shuffle', '1');
   if (state.head) params.set('head', String(state.head));
   if (state.query) params.set('query', String(state.query));
   if (state.step !== 'input') params.set('step', state.step);
