@@ -166,3 +166,30 @@ def test_the_numbers_match_for_the_drawn_softmax(page: Page, api):
     open_at(page)
     assert max_abs_diff(drawn(page, "softmax"), toy(api, full_body())["steps"]["softmax"][0]) <= 1e-12
     assert np.isclose(sum(drawn(page, "softmax")[0]), 1)
+
+
+@pytest.mark.parametrize("variant", ["hard", "sample", "gumbel"])
+def test_hard_variants_show_one_hot_rows_beside_the_soft_ones(page: Page, api, variant):
+    # gumbel is one-hot with straight-through (its forward); without it its weights are soft, and no `soft` comes
+    extra = "&straight_through=1" if variant == "gumbel" else ""
+    open_at(page, f"variant={variant}{extra}", "softmax")
+    body = full_body(variant=variant, **({"straight_through": True} if variant == "gumbel" else {}))
+    answer = toy(api, body)
+    wait_for_matrix(page, "softmax", answer["steps"]["softmax"][0])
+    wait_for_matrix(page, "softmax-soft", answer["soft"][0])
+    used = np.array(drawn(page, "softmax"))
+    soft = np.array(drawn(page, "softmax-soft"))
+    assert np.allclose(soft.sum(axis=1), 1)
+    # one-hot rows; hard: at the soft row's largest weight
+    assert ((used == 0) | (used == 1)).all() and (used.sum(axis=1) == 1).all()
+    if variant == "hard":
+        assert (used.argmax(axis=1) == soft.argmax(axis=1)).all()
+    page.select_option("#head-select", "1")
+    wait_for_matrix(page, "softmax-soft", answer["soft"][1])
+
+
+@pytest.mark.parametrize("variant", ["additive", "gumbel"])
+def test_soft_variants_draw_no_soft_panel(page: Page, variant):
+    open_at(page, f"variant={variant}", "softmax")
+    expect(page.locator("[data-matrix='softmax']")).to_be_visible()
+    expect(page.locator("[data-matrix='softmax-soft']")).to_have_count(0)

@@ -78,6 +78,7 @@ export function fromToy(toy, { causal = false } = {}) {
     causal,
     layer: null,
     steps: toy.steps,
+    soft: toy.soft ?? null, // hard, sample, gumbel: the softmax the one-hot weights came from, [h][L][S]
   };
 }
 
@@ -457,12 +458,16 @@ function softmaxStep(T, c) {
   const caption = c.keys.windowed
     ? labelled('walk.cap.barsWindow', { ...label, k0: c.keys.start, k1: c.keys.end - 1, share: sum(row).toFixed(3) })
     : labelled('walk.cap.bars', { ...label, sum: sum(full).toFixed(3) });
+  const soft = T.soft ? T.soft[c.slot] : null; // a hard variant: its soft weights beside the one-hot ones
+  const softItems = soft ? [plot('soft', 'softmax-soft', t('toy.soft.caption', { shape: shape(c.L, c.S) }),
+    squareMap(T, c, c.QK(soft), { kind: 'weights', range: valueMax(c.QK(soft)), fraction: 0.33, minCell: 24, cellPx: Math.min(c.size.square, 26) }))] : [];
   return {
-    columns: 'minmax(0, 1fr) minmax(0, 1fr)',
-    areas: ['a bars'],
+    columns: soft ? 'minmax(0, 1fr) minmax(0, 1fr) minmax(0, 1fr)' : 'minmax(0, 1fr) minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
+    areas: [soft ? 'a soft bars' : 'a bars'], // ui-text: not UI (CSS grid templates)
     overview: overview(c, A, { kind: 'weights', range: valueMax(A), keys: true }),
     items: [
       plot('a', 'softmax', t('walk.cap.softmax', { shape: shape(c.L, c.S) }), heat),
+      ...softItems,
       plot('bars', 'softmax-bars', caption,
         barsFigure({
           values: row, labels: c.kCols.colLabels, offset: c.keys.start, name: T.keyName, height: heat.layout.height,

@@ -303,7 +303,7 @@ export default {
   "toy.summary.temperature": "temperature {temperature}",
   "toy.summary.positions": "positions {positions}",
   "toy.summary.hidden": "hidden keys {keys}",
-  "toy.soft.caption": "the softmax these one-hot rows came from, {shape}",
+  "toy.soft.caption": "soft weights behind them, {shape}",
   "toy.soft.note": "This variant keeps one key per query: the weights used (left) are one-hot; the soft weights beside them are the softmax they were picked from.",
   "toy.compare.heading": "Compare the variants",
   "toy.compare.show": "Compare the variants",

@@ -303,7 +303,7 @@ export default {
   "toy.summary.temperature": "温度 {temperature}",
   "toy.summary.positions": "位置编码：{positions}",
   "toy.summary.hidden": "隐藏的键 {keys}",
-  "toy.soft.caption": "这些独热行所来自的 softmax，{shape}",
+  "toy.soft.caption": "背后的软权重，{shape}",
   "toy.soft.note": "这种变体让每个查询只取一个键：实际使用的权重（左）是独热的；旁边的软权重是抽取它们时所依据的 softmax。",
   "toy.compare.heading": "比较各种变体",
   "toy.compare.show": "比较各种变体",
