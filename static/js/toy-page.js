@@ -13,6 +13,7 @@ import { fromToy } from './figures/steps.js';
 import { $, createPage, createStatus, errorMessage, latestWins, Lru, setTitle, t } from './page.js';
 import { describeErrors, listOf } from './toy/errors.js';
 import { identityWeights, OPTION_DEFAULTS, readState, writeState } from './toy/url.js';
+import { createMechanismViews } from './views/toy-mechanisms.js';
 import { createToySetup } from './views/toy-setup.js';
 import { createWalkthrough } from './views/walkthrough.js';
 
@@ -59,6 +60,7 @@ const guard = latestWins();
 const answers = new Lru(16); // request body (JSON) -> /toy answer: Back, Forward and Reset redraw at once
 
 let selection = { head: 0, query: 0, step: 'input' };
+let views = { compare: false, shuffle: false }; // the compare and shuffle panels, open or not (in the URL)
 let shown = null; // what is drawn: {toy, causal, example} (example: the worked example, shown for a link that failed)
 
 /** The editors' setup as URL state, or null while some cell or the heads field is not a number. */
@@ -66,7 +68,7 @@ const editorSetup = () => setup.state(example.heads);
 
 /** Make the URL say what the editors hold (while a cell is not a number, the last setup that was). */
 function syncUrl() {
-  page.replace({ ...(editorSetup() ?? page.state()), ...selection });
+  page.replace({ ...(editorSetup() ?? page.state()), ...selection, ...views });
 }
 
 // ---- errors, marked on the fields they name ----------------------------------------------------
@@ -165,6 +167,7 @@ async function recompute() {
     status.busy(false);
     clearErrors();
     await draw(toy, body.causal);
+    await drawMechanisms(body, ticket);
   } catch (error) {
     if (!guard.current(ticket)) return;
     status.busy(false);
@@ -180,10 +183,52 @@ function edited() {
   timer = setTimeout(recompute, DEBOUNCE_MS);
 }
 
+// ---- the compare and shuffle panels ---------------------------------------------------------------
+
+const mechanisms = createMechanismViews(
+  { compare: $('compare-panel'), shuffle: $('shuffle-panel') },
+  { load: (body) => answers.load(JSON.stringify(body), () => getToy(body)) },
+);
+const panels = {
+  compare: { toggle: $('compare-toggle'), body: $('compare-grid'), show: 'toy.compare.show', hide: 'toy.compare.hide' },
+  shuffle: { toggle: $('shuffle-toggle'), body: $('shuffle-body'), show: 'toy.perm.shuffle', hide: 'toy.perm.hide' },
+};
+let lastBody = null; // the request of the result on screen
+
+function showPanels() {
+  for (const [name, panel] of Object.entries(panels)) {
+    panel.body.hidden = !views[name];
+    panel.toggle.textContent = t(views[name] ? panel.hide : panel.show);
+    panel.toggle.setAttribute('aria-expanded', views[name] ? 'true' : 'false');
+  }
+}
+
+/** Draw the open panels for the request on screen (a request the server refused draws nothing new). */
+async function drawMechanisms(body, ticket) {
+  lastBody = body;
+  showPanels();
+  try {
+    if (views.compare) await mechanisms.drawCompare(body, selection.head);
+    if (views.shuffle) await mechanisms.drawShuffle(body);
+  } catch (error) {
+    if (guard.current(ticket)) status.error(error);
+  }
+}
+
+for (const name of Object.keys(panels)) {
+  panels[name].toggle.addEventListener('click', () => {
+    views = { ...views, [name]: !views[name] };
+    syncUrl();
+    if (lastBody) drawMechanisms(lastBody, guard.begin());
+    else showPanels();
+  });
+}
+
 /** Render a state from the URL: fill every editor and recompute. */
 async function render(state) {
   setup.fill(state);
   selection = { head: state.head, query: state.query, step: state.step };
+  views = { compare: Boolean(state.compare), shuffle: Boolean(state.shuffle) };
   const unreadable = state.unreadable ?? [];
   els.urlNote.hidden = unreadable.length === 0;
   els.urlNote.textContent = unreadable.length
@@ -196,7 +241,7 @@ async function render(state) {
 function changeRows(changed) {
   if (!changed) return;
   const next = editorSetup();
-  if (next) page.navigate({ ...next, ...selection });
+  if (next) page.navigate({ ...next, ...selection, ...views });
   else recompute();
 }
 
@@ -205,12 +250,13 @@ async function choose(change) {
   Object.assign(selection, change);
   syncUrl();
   if (shown) await draw(shown.toy, shown.causal, shown.example);
+  if (views.compare && lastBody && 'head' in change) await mechanisms.drawCompare(lastBody, selection.head);
 }
 
 // ---- events --------------------------------------------------------------------------------------
 
 $('toy-reset').addEventListener('click', () => {
-  if (example) page.navigate({ ...exampleSetup(), ...selection });
+  if (example) page.navigate({ ...exampleSetup(), ...selection, ...views });
 });
 $('queries-add').addEventListener('click', () => changeRows(setup.addRow('queries')));
 $('queries-remove').addEventListener('click', () => changeRows(setup.removeRow('queries')));

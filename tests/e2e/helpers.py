@@ -57,7 +57,7 @@ def show_step(page: Page, step: str) -> None:
 # notes, file formats, the tokenizer's own special tokens and the product's name.
 NOTATION = {
     "attnscope", "softmax", "d_model", "d_head", "d_keys", "d_values", "n_heads", "text_pair",
-    "API", "JSON", "PNG", "SVG", "CSV", "CLS", "SEP", "UNK", "PAD", "MASK", "MiniLM", "Transformer", "REST", "RoPE", "ALiBi", "sin", "cos", "max", "sum",
+    "API", "JSON", "PNG", "SVG", "CSV", "CLS", "SEP", "UNK", "PAD", "MASK", "MiniLM", "Transformer", "REST", "RoPE", "ALiBi", "Gumbel", "Gumbel-softmax", "Luong", "Bahdanau", "sin", "cos", "tanh", "max", "sum",
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside
