@@ -386,6 +386,11 @@ class ErrorResponse(BaseModel):
     errors: list[FieldError] | None = None
 
 
+def documented_error(description: str) -> dict[str, Any]:
+    """An error answer as a route's `responses` entry documents it in OpenAPI."""
+    return {"model": ErrorResponse, "description": description}
+
+
 class PositionKind(StrEnum):
     sinusoidal = "sinusoidal"
     rope = "rope"

@@ -18,25 +18,20 @@ from ..errors import refuse_over_cap
 from ..schemas import (
     AttentionResponse,
     Encoding,
-    ErrorResponse,
     ModelsResponse,
     SummaryResponse,
     ToyResponse,
     TraceResponse,
+    documented_error,
 )
-
-
-def _error(description: str) -> dict[str, Any]:
-    return {"model": ErrorResponse, "description": description}
-
 
 router = APIRouter(
     prefix="/api/v1",
     tags=["attention"],
     responses={
-        400: _error("The body could not be read as UTF-8."),
-        413: _error("The request body is over the server's limit (ATTNSCOPE_MAX_BODY_BYTES, default 2 MB)."),
-        422: _error("A field is invalid; `detail` says which and what to send instead, `errors` gives each "
+        400: documented_error("The body could not be read as UTF-8."),
+        413: documented_error("The request body is over the server's limit (ATTNSCOPE_MAX_BODY_BYTES, default 2 MB)."),
+        422: documented_error("A field is invalid; `detail` says which and what to send instead, `errors` gives each "
                     "field's path (`loc`) and the rule broken (`type`)."),
     },
 )
@@ -65,14 +60,14 @@ MODEL_RULES = (
 )
 MAPS_ERRORS: dict[int | str, dict[str, Any]] = {
     200: BINARY_ANSWER,
-    404: _error("Unknown model; `detail` names the models that exist."),
-    413: _error("Too many tokens, a body over the size limit, or a JSON answer over the cap."),
+    404: documented_error("Unknown model; `detail` names the models that exist."),
+    413: documented_error("Too many tokens, a body over the size limit, or a JSON answer over the cap."),
 }
 
 
 TRACE_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: _error("Unknown model; `detail` names the models that exist."),
-    413: _error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
+    404: documented_error("Unknown model; `detail` names the models that exist."),
+    413: documented_error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
@@ -11,21 +11,19 @@ from model.positions import MAX_D_MODEL, MAX_HEADS, MAX_LENGTH, POSITION_RULES, 
 from .. import serialize
 from ..deps import Hub, SettingsDep
 from ..errors import refuse_over_cap
-from ..schemas import ErrorResponse, PositionKind, PositionsQuery, PositionsResponse
+from ..schemas import PositionKind, PositionsQuery, PositionsResponse, documented_error
 
 DEFAULT_D_MODEL = 64  # the width of a sinusoidal or RoPE table when the query names none
 
-
-def _error(description: str) -> dict[str, Any]:
-    return {"model": ErrorResponse, "description": description}
 
 
 router = APIRouter(
     prefix="/api/v1",
     tags=["mechanisms"],
     responses={
-        422: _error("A query parameter is invalid; `detail` says which and what to send instead, `errors` gives "
-                    "its path (`loc`, e.g. [\"query\", \"d_model\"]) and the rule broken (`type`)."),
+        422: documented_error("A query parameter is invalid; `detail` says which and what to send instead, "
+                              "`errors` gives its path (`loc`, e.g. [\"query\", \"d_model\"]) and the rule broken "
+                              "(`type`)."),
     },
 )
 
@@ -49,8 +47,8 @@ router = APIRouter(
         "built: 413 (`answer_too_large`)."
     ),
     responses={
-        404: _error("Unknown model; `detail` names the models that exist."),
-        413: _error("The answer would be over the JSON cap."),
+        404: documented_error("Unknown model; `detail` names the models that exist."),
+        413: documented_error("The answer would be over the JSON cap."),
     },
 )
 def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: SettingsDep) -> Response:
