@@ -17,6 +17,7 @@ SCRIPTS = sorted(p for p in (ROOT / "static" / "js").rglob("*.js") if p.parent.n
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 TEXT_ATTRIBUTES = {"title", "placeholder", "aria-label", "alt", "aria-valuetext", "aria-description"}
 LETTER = re.compile(r"[^\W\d_]")  # a letter of any script
+PROSE = re.compile(r"(?<![\w-])[A-Za-z]{2,} +[A-Za-z]{2,}(?![\w-])")  # two words in a row
 
 
 class _TemplateText(HTMLParser):
@@ -51,9 +52,11 @@ class _TemplateText(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         inside = self.stack[-1][0] if self.stack else ""
-        if inside in {"script", "style"} or self._data_only():
+        if inside in {"script", "style"}:
             return
-        if LETTER.search(data):
+        # translate="no" marks data and notation (W_q, d_keys); words of prose belong in the dictionaries
+        # even there (an example sentence, a button name of another program).
+        if LETTER.search(data) if not self._data_only() else PROSE.search(data):
             self.found.append(f"<{inside}> {data.strip()!r}")
 
 
@@ -79,7 +82,7 @@ CODE_WORDS = {
 }
 PRAGMA = "ui-text: not UI"  # a line whose literals are keys of another library, marked with this comment
 TITLE_WORD = re.compile(r"\b[A-Z][a-z]{2,}\b")
-TWO_WORDS = re.compile(r"(?<![\w-])[A-Za-z]{2,} +[A-Za-z]{2,}(?![\w-])")  # not class lists: "grid-op grid-op-small"
+TWO_WORDS = PROSE  # hyphen-bounded, so class lists ("grid-op grid-op-small") are not prose
 REGEX_BEFORE = set("(,=:[!&|?{};+-*%<>~^") | {""}  # a "/" after these starts a regular expression
 
 
@@ -136,7 +139,8 @@ def test_scripts_hold_no_ui_text(path: Path):
 
 
 def test_the_scanners_find_what_they_look_for():
-    assert template_text('<p>Hello</p><span translate="no">The cat</span><b data-i18n="x"></b>') == ["<p> 'Hello'"]
+    assert template_text('<p>Hello</p><span translate="no">W_q</span><b data-i18n="x"></b>') == ["<p> 'Hello'"]
+    assert template_text('<a translate="no">The cat sat.</a>') == ["<a> 'The cat sat.'"]
     assert template_text('<input placeholder="Type here"><a title="{{ x }}">') == ["<input placeholder='Type here'>"]
     assert english_literals("el.textContent = `Layer ${layer}`; x.title = 'each row'; y = 'chip-special';") == [
         "`Layer ${layer}`", "'each row'",

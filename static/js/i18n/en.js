@@ -49,6 +49,11 @@ export default {
   "tokens.describeText": "token {index}, sentence {segment}, characters {start}–{end}",
   "tokens.describeUnknown": "token {index}, sentence {segment}, characters {start}–{end}: “{display}” is not in the model’s vocabulary; it sees {text}",
   "tokens.unknownNote": "{count} of these tokens are {unk}: this model’s vocabulary has no entry for those characters, so it sees them all as the same token. The chips show the characters each one stands for.",
+  // ---- example sentences (model input: the packaged model reads English) and Swagger UI's button names ----
+  "example.cat": "The cat sat on the mat.",
+  "example.animal": "The animal didn't cross the street because it was too tired.",
+  "docs.tryItOut": "Try it out",
+  "docs.execute": "Execute",
   // ---- Plotly's modebar and notices (views/plot.js) ----
   "plotly.download": "Download plot as a PNG",
   "plotly.zoom": "Zoom",

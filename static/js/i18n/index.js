@@ -71,9 +71,20 @@ export function has(key) {
 
 const ATTRIBUTES = ['title', 'placeholder', 'aria-label', 'aria-valuetext'];
 
-/** Fill every element under `root` that names a string: data-i18n (text), data-i18n-title, … */
+/**
+ * Fill every element under `root` that names a string: data-i18n (text), data-i18n-title, …, and
+ * example links, <a href="/path" data-example="key" data-example-query="layer=4&head=3">, whose
+ * text is the example sentence and whose link opens it (one source for both).
+ */
 export function translate(root = document) {
   for (const element of root.querySelectorAll('[data-i18n]')) element.textContent = t(element.dataset.i18n);
+  for (const link of root.querySelectorAll('a[data-example]')) {
+    const text = t(link.dataset.example);
+    const params = new URLSearchParams({ text });
+    for (const [name, value] of new URLSearchParams(link.dataset.exampleQuery || '')) params.set(name, value);
+    link.textContent = text;
+    link.href = `${new URL(link.href).pathname}?${params}`;
+  }
   for (const attribute of ATTRIBUTES) {
     for (const element of root.querySelectorAll(`[data-i18n-${attribute}]`)) {
       element.setAttribute(attribute, t(element.getAttribute(`data-i18n-${attribute}`)));

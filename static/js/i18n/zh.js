@@ -49,6 +49,11 @@ export default {
   "tokens.describeText": "第 {index} 个词元，句子 {segment}，第 {start}–{end} 个字符",
   "tokens.describeUnknown": "第 {index} 个词元，句子 {segment}，第 {start}–{end} 个字符：“{display}”不在模型的词表中，模型看到的是 {text}",
   "tokens.unknownNote": "其中 {count} 个词元是 {unk}：这个模型的词表里没有这些字符，所以模型把它们都看成同一个词元。词元块上显示的是它们各自代表的原文字符。",
+  // ---- example sentences (model input: the packaged model reads English) and Swagger UI's button names ----
+  "example.cat": "The cat sat on the mat.",
+  "example.animal": "The animal didn't cross the street because it was too tired.",
+  "docs.tryItOut": "Try it out",
+  "docs.execute": "Execute",
   // ---- Plotly's modebar and notices (views/plot.js) ----
   "plotly.download": "下载图为 PNG",
   "plotly.zoom": "缩放",
