@@ -15,7 +15,7 @@ from . import errors
 from .hub import ModelHub, StartupError
 from .memory import return_large_buffers_to_the_os
 from .middleware import BodyLimit, SecurityHeaders
-from .routes import api, lab, pages, service
+from .routes import api, iris, lab, pages, service
 from .settings import STATIC_DIR, Settings
 
 
@@ -47,6 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(api.router)
     app.include_router(lab.router)
+    app.include_router(iris.router)
     app.include_router(service.router)  # before the /static mount: it serves /static/vendor/plotly.min.js
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

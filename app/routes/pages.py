@@ -68,3 +68,32 @@ def toy(request: Request) -> HTMLResponse:
 )
 def positions(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "positions.html")
+
+
+@router.get(
+    "/iris",
+    response_class=HTMLResponse,
+    summary="The notes' tiny transformer, trained on Iris in the browser",
+    description=(
+        "Train the notes' network (Dense 4 -> 32 + ReLU, 4 tokens of 8, attention with 2 heads, mean over the "
+        "tokens, Dense 8 -> 3) with attnscope's own backward: loss and accuracy curves and one test flower's "
+        "attention maps drawn live from `GET /api/v1/iris/train/{job}/events`, the confusion matrix at the end, "
+        "and a prediction for four measurements of your own."
+    ),
+)
+def iris(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "iris.html")
+
+
+@router.get(
+    "/cost",
+    response_class=HTMLResponse,
+    summary="What attention costs: parameters, memory and FLOPs",
+    description=(
+        "Parameters, the attention matrix's memory, the backward cache, FLOPs and FlashAttention's working set "
+        "for any E, H, S and B, against the sequence length on a log-log plot, with presets for the notes' "
+        "example, the Iris layer and each served model. The page fetches `GET /api/v1/cost` itself."
+    ),
+)
+def cost(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "cost.html")

@@ -69,6 +69,12 @@ export default {
   "nav.positions": "Positions",
   "page.positions": "positional encodings",
   "site.tagline.positions": "how a transformer knows where each token is",
+  "nav.iris": "Iris",
+  "nav.cost": "Cost",
+  "page.iris": "a tiny transformer learning Iris",
+  "site.tagline.iris": "a transformer trained on Iris, live",
+  "page.cost": "the cost of attention",
+  "site.tagline.cost": "what attention costs in parameters, memory and time",
   // ---- API docs (/docs) ----
   "docs.tagline": "the REST API that the pages use, to try in the browser",
   "docs.heading": "The attnscope REST API",

@@ -69,6 +69,12 @@ export default {
   "nav.positions": "位置编码",
   "page.positions": "位置编码",
   "site.tagline.positions": "Transformer 如何知道每个词元的位置",
+  "nav.iris": "鸢尾花",
+  "nav.cost": "开销",
+  "page.iris": "在鸢尾花数据上训练的小型 Transformer",
+  "site.tagline.iris": "实时训练一个鸢尾花分类小 Transformer",
+  "page.cost": "注意力的开销",
+  "site.tagline.cost": "注意力在参数、内存和计算量上的开销",
   // ---- API docs (/docs) ----
   "docs.tagline": "页面所用的 REST API，可在浏览器中直接试用",
   "docs.heading": "attnscope REST API",
