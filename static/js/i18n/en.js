@@ -370,4 +370,10 @@ export default {
   "positions.alibi.heading": "ALiBi: a bias −m_h · |i − j| added to the scores of each head",
   "positions.alibi.hint": "No vector is added at all: each head penalises distant keys with its own slope m_h = 2^(−8(h+1)/H), steep for the first heads, almost flat for the last ones (first 16 positions shown).",
   "positions.alibiHead": "head {head} · m = {slope}",
+
+  // ---- /toy backward pass ----
+
+  // ---- /iris page ----
+
+  // ---- /cost page ----
 };

@@ -370,4 +370,10 @@ export default {
   "positions.alibi.heading": "ALiBi：在每个头的分数上加偏置 −m_h · |i − j|",
   "positions.alibi.hint": "完全不加向量：每个头用自己的斜率 m_h = 2^(−8(h+1)/H) 惩罚远处的键，前几个头很陡，最后几个头几乎是平的（显示前 16 个位置）。",
   "positions.alibiHead": "第 {head} 头 · m = {slope}",
+
+  // ---- /toy backward pass ----
+
+  // ---- /iris page ----
+
+  // ---- /cost page ----
 };
