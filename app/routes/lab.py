@@ -6,12 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
+from model.cost import COST_RULES, MAX_EXACT, QUANTITIES, cost, request_sizes
 from model.positions import MAX_D_MODEL, MAX_HEADS, MAX_LENGTH, POSITION_RULES, position_numbers, position_table
 
 from .. import serialize
 from ..deps import Hub, SettingsDep
 from ..errors import refuse_over_cap
 from ..schemas import PositionKind, PositionsQuery, PositionsResponse, documented_error
+from ..schemas.cost import CostQuery, CostResponse
 
 DEFAULT_D_MODEL = 64  # the width of a sinusoidal or RoPE table when the query names none
 
@@ -65,4 +67,44 @@ def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: Set
         kind=PositionKind(table.kind), length=table.length, d_model=table.d_model, n_heads=table.n_heads,
         model=spec.id if spec is not None and kind == "learned" else None, **serialize.position_table(table),
     )
+    return serialize.json_response(body)
+
+
+@router.get(
+    "/cost",
+    response_model=CostResponse,
+    summary="What one attention layer and the whole model cost: parameters, memory, FLOPs, FlashAttention",
+    description=(
+        "For sizes E = `d_model`, H = `n_heads` (D = E/H), L = `n_layers`, S = `seq_len`, B = `batch` and "
+        "b = `bytes` per number, or for a served `model`'s E, H and L (S defaults to its max_tokens): "
+        "`per_layer` gives each quantity with its formula and the formula with the numbers filled in, "
+        "`total` the same quantities times L, and `curve` one layer's attention-matrix bytes and FlashAttention "
+        "working-set bytes against S. Quantities: " + ", ".join(f"`{q}`" for q in QUANTITIES) + ". Every number "
+        f"is an exact integer of at most 2^53 - 1 = {MAX_EXACT} (what a JSON client reading float64 keeps "
+        "exact). Rules between the parameters, answered 422 with `errors[0].loc` naming the parameter, "
+        "`errors[0].type` the rule and `errors[0].ctx` its numbers: "
+        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in COST_RULES.items())
+        + ". `model`, when given, is an id of GET /api/v1/models, else 404 (`unknown_model`)."
+    ),
+    responses={404: documented_error("Unknown model; `detail` names the models that exist.")},
+)
+def cost_of_attention(query: Annotated[CostQuery, Query()], hub: Hub) -> Response:
+    served = None
+    if query.model is not None:
+        spec, model = hub.get(query.model)
+        cfg = model.cfg
+        served = (spec.id, cfg.d_model, cfg.n_heads, cfg.n_layers, model.tokenizer.max_tokens)
+    sizes = request_sizes(query.d_model, query.n_heads, query.n_layers, query.seq_len, query.batch,
+                          query.bytes_per_number, query.bias, served)
+    answer = cost(sizes)
+    body = CostResponse.model_validate({
+        "sizes": {"model": None if served is None else served[0], "d_model": sizes.d_model,
+                  "n_heads": sizes.n_heads, "d_head": sizes.d_head, "n_layers": sizes.n_layers,
+                  "seq_len": sizes.seq_len, "batch": sizes.batch, "bytes": sizes.bytes_per_number,
+                  "bias": sizes.bias},
+        "per_layer": {name: vars(q) for name, q in answer.per_layer.items()},
+        "total": answer.total,
+        "curve": vars(answer.curve),
+        "max_exact": MAX_EXACT,
+    })
     return serialize.json_response(body)
