@@ -155,7 +155,8 @@ def curve_lengths(seq_len: int) -> list[int]:
     """The sequence lengths of the memory curve: 1, 2, 5, 10, 20, 50, … up to the first one at or past
     10·S (at most MAX_SEQ_LEN), with S itself among them."""
     top = min(10 * seq_len, MAX_SEQ_LEN)
-    lengths, decade = [], 1
+    lengths: list[int] = []
+    decade = 1
     while not lengths or lengths[-1] < top:
         for step in (1, 2, 5):
             if not lengths or lengths[-1] < top:
