@@ -54,6 +54,11 @@ def steps(record: dict) -> dict:
     }
 
 
+def tensors(named: dict) -> dict:
+    """Named tensors (any shapes) as JSON-ready lists; None stays None."""
+    return {name: None if t is None else matrix(t) for name, t in named.items()}
+
+
 def position_table(table: PositionTable) -> dict[str, list | None]:
     """A positional encoding's tensors as JSON-ready lists, None for those its kind lacks."""
     tensors = {"matrix": table.matrix, "angles": table.angles, "bias": table.bias, "slopes": table.slopes}

@@ -60,15 +60,22 @@ TOY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+# The backward pass's own rules (POST /api/v1/toy/backward), beside the toy's; same form as TOY_RULES.
+BACKWARD_RULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "toy_upstream_shape": (("rows", "cols", "want_rows", "want_cols"),
+                           "an upstream gradient whose shape is not the output's: queries' rows x d_model"),
+}
+
+
 class ToyShapeError(InputError):
     """A toy matrix or setting that does not fit the others (sizes, n_heads, limits).
 
-    `type` is one of TOY_RULES; `ctx` holds that rule's numbers (e.g. {"values": 3, "keys": 4}),
+    `type` is one of TOY_RULES (or BACKWARD_RULES); `ctx` holds that rule's numbers (e.g. {"values": 3, "keys": 4}),
     so a client can word the problem itself.
     """
 
     def __init__(self, type_: str, loc: Sequence[str | int], message: str, **ctx: int | float | str) -> None:
-        keys, _ = TOY_RULES[type_]
+        keys, _ = TOY_RULES[type_] if type_ in TOY_RULES else BACKWARD_RULES[type_]
         if set(ctx) != set(keys):
             raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
         super().__init__(loc, message)

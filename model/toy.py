@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -43,7 +44,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _tensor(loc: tuple[str, ...], rows: Matrix) -> torch.Tensor:
+def checked_matrix(loc: tuple[str, ...], rows: Matrix) -> torch.Tensor:
     """A validated float64 matrix; ToyShapeError names the rule, and the field (`loc`), row or cell at fault."""
     name = ".".join(loc)
     if not rows or not rows[0]:
@@ -113,7 +114,7 @@ def toy_layer(d_model: int, n_heads: int, weights: Mapping[str, Matrix] | None =
         for name, linear in zip(WEIGHT_NAMES, (layer.query, layer.key, layer.value, layer.output), strict=True):
             loc, want = ("weights", name), shapes[name]
             if name in given:
-                w = _tensor(loc, given[name])  # (in, out)
+                w = checked_matrix(loc, given[name])  # (in, out)
             elif want[0] == want[1]:
                 w = torch.eye(want[0], dtype=torch.float64)  # (D, D)
             else:
@@ -212,7 +213,35 @@ def _mask(t: int, s: int, n_heads: int, causal: bool, hidden_keys: Sequence[int]
     return mask
 
 
-def run_toy(
+@dataclass(frozen=True)
+class ToySetup:
+    """A validated toy request: the float64 layer with its variant, the inputs and the mask.
+
+    sent: the inputs as sent (queries (T, D), keys and values (S, D), defaults filled in);
+    x_q, x_k, x_v: what enters the layer (sent + the sinusoidal table with positions="sinusoidal");
+    table: that table for (queries, keys, values) or None; mask: (T, S), (H, T, S) or None.
+    keys_sent, values_sent: whether keys and values were sent (else they are the queries / keys).
+    """
+
+    layer: MultiHeadAttention
+    sent: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    x_q: torch.Tensor
+    x_k: torch.Tensor
+    x_v: torch.Tensor
+    table: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None
+    mask: torch.Tensor | None
+    adder: variants.AdditiveScore | None
+    keys_sent: bool
+    values_sent: bool
+    variant: str
+    temperature: float
+    seed: int
+    straight_through: bool
+    positions: str
+    hidden_keys: tuple[int, ...]
+
+
+def prepare_toy(
     queries: Matrix | None = None,
     keys: Matrix | None = None,
     values: Matrix | None = None,
@@ -229,24 +258,22 @@ def run_toy(
     additive: Mapping[str, object] | None = None,
     positions: str = "none",
     hidden_keys: Sequence[int] = (),
-) -> dict[str, Any]:
-    """One attention layer on small inputs with every step traced (batch axis dropped).
+) -> ToySetup:
+    """Check a toy request and build its layer, inputs and mask (run_toy's arguments).
 
-    With none of queries/keys/values given this is the worked example. Keys
-    default to queries and values to keys. `input` holds the three inputs (plus
-    the sinusoidal table with positions="sinusoidal"). The `scale` step is the
-    scores times scale / temperature, and the answer's `scale` is that factor.
     Raises ToyShapeError (a ValueError) naming the rule (model/errors.py TOY_RULES), the field and the problem.
     """
     _check_settings(variant, positions, temperature, seed, straight_through, additive)
+    keys_sent, values_sent = keys is not None, values is not None
     if queries is None and keys is None and values is None:
         queries, values = WORKED_QUERIES, WORKED_VALUES
+        values_sent = True
     if queries is None:
         raise ToyShapeError("toy_no_queries", ("queries",),
                             "queries are missing; send queries along with keys or values")
-    x_q = _tensor(("queries",), queries)  # (T, D)
-    x_k = x_q if keys is None else _tensor(("keys",), keys)  # (S, D)
-    x_v = x_k if values is None else _tensor(("values",), values)  # (S, D)
+    x_q = checked_matrix(("queries",), queries)  # (T, D)
+    x_k = x_q if keys is None else checked_matrix(("keys",), keys)  # (S, D)
+    x_v = x_k if values is None else checked_matrix(("values",), values)  # (S, D)
     d_model = x_q.shape[1]
     for name, t in (("keys", x_k), ("values", x_v)):
         if t.shape[1] != d_model:
@@ -264,14 +291,17 @@ def run_toy(
         n_heads = WORKED_N_HEADS
 
     layer = toy_layer(d_model, n_heads, weights, d_keys, d_values, seed)
+    sent = (x_q, x_k, x_v)
+    table = None
     if positions == "sinusoidal":
         if d_model % 2:
             raise ToyShapeError("toy_sinusoidal_odd", ("positions",),
                                 f"sinusoidal positions need an even d_model, not {d_model}; add a column or "
                                 "pick other positions", d_model=d_model)
-        x_q = x_q + pos.sinusoidal(x_q.shape[0], d_model).double()  # (T, D)
-        x_k = x_k + pos.sinusoidal(x_k.shape[0], d_model).double()  # (S, D)
-        x_v = x_v + pos.sinusoidal(x_v.shape[0], d_model).double()  # (S, D)
+        table = (pos.sinusoidal(x_q.shape[0], d_model).double(),  # (T, D)
+                 pos.sinusoidal(x_k.shape[0], d_model).double(),  # (S, D)
+                 pos.sinusoidal(x_v.shape[0], d_model).double())  # (S, D)
+        x_q, x_k, x_v = x_q + table[0], x_k + table[1], x_v + table[2]
     if positions == "rope":
         if layer.d_keys % 2:
             raise ToyShapeError("toy_rope_odd", ("d_keys",) if d_keys is not None else ("positions",),
@@ -283,22 +313,55 @@ def run_toy(
     layer.scale = factor / temperature
     layer.weigh = variants.weighting(variant, seed, temperature, straight_through)
     mask = _mask(x_q.shape[0], x_k.shape[0], n_heads, causal, hidden_keys, positions)  # (T, S) or (H, T, S)
+    return ToySetup(layer=layer, sent=sent, x_q=x_q, x_k=x_k, x_v=x_v, table=table, mask=mask, adder=adder,
+                    keys_sent=keys_sent, values_sent=values_sent, variant=variant, temperature=temperature,
+                    seed=seed, straight_through=straight_through, positions=positions,
+                    hidden_keys=tuple(hidden_keys))
 
+
+def trace_toy(setup: ToySetup) -> dict[str, Any]:
+    """The /toy answer of a prepared toy: every step traced (batch axis dropped), the settings and weights used."""
+    layer, mask = setup.layer, setup.mask
+    x_q, x_k, x_v = setup.x_q, setup.x_k, setup.x_v
     trace = Trace(layers=[0])
     with torch.no_grad():
         layer(x_q[None], keys=x_k[None], values=x_v[None], mask=mask, record=trace.recorder(0))
     steps = {**select(trace[0]), "input": {"q": x_q, "k": x_k, "v": x_v}}
     used = {name: lin.weight.detach().T.clone() for name, lin in
             zip(WEIGHT_NAMES, (layer.query, layer.key, layer.value, layer.output), strict=True)}  # (in, out)
+    variant, seed, temperature = setup.variant, setup.seed, setup.temperature
     result: dict[str, Any] = {
-        "d_model": d_model, "n_heads": n_heads, "d_head": layer.d_keys, "d_keys": layer.d_keys,
+        "d_model": x_q.shape[1], "n_heads": layer.n_heads, "d_head": layer.d_keys, "d_keys": layer.d_keys,
         "d_values": layer.d_values, "scale": layer.scale, "variant": variant, "temperature": temperature,
-        "seed": seed, "straight_through": straight_through, "positions": positions,
-        "hidden_keys": list(hidden_keys), "weights": used, "steps": steps, "soft": None, "additive": None,
+        "seed": seed, "straight_through": setup.straight_through, "positions": setup.positions,
+        "hidden_keys": list(setup.hidden_keys), "weights": used, "steps": steps, "soft": None, "additive": None,
     }
+    adder = setup.adder
     if adder is not None:
         result["additive"] = {"w_q": adder.w_q, "w_k": adder.w_k, "v": adder.v}
-    if variants.is_hard(variant, straight_through):
+    if variants.is_hard(variant, setup.straight_through):
         masked = trace.tensor(0, "mask")  # (B, H, T, S)
         result["soft"] = variants.soft_weights(masked, variant, seed, temperature, mask is not None)[0]  # (H, T, S)
     return result
+
+
+def run_toy(
+    queries: Matrix | None = None,
+    keys: Matrix | None = None,
+    values: Matrix | None = None,
+    n_heads: int | None = None,
+    weights: Mapping[str, Matrix] | None = None,
+    causal: bool = False,
+    **options: Any,
+) -> dict[str, Any]:
+    """One attention layer on small inputs with every step traced (batch axis dropped).
+
+    With none of queries/keys/values given this is the worked example. Keys
+    default to queries and values to keys. `input` holds the three inputs (plus
+    the sinusoidal table with positions="sinusoidal"). The `scale` step is the
+    scores times scale / temperature, and the answer's `scale` is that factor.
+    Options (keyword only): variant, temperature, seed, straight_through, d_keys, d_values, additive,
+    positions, hidden_keys (prepare_toy).
+    Raises ToyShapeError (a ValueError) naming the rule (model/errors.py TOY_RULES), the field and the problem.
+    """
+    return trace_toy(prepare_toy(queries, keys, values, n_heads, weights, causal, **options))

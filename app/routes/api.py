@@ -6,9 +6,10 @@ from functools import partial
 from typing import Annotated, Any
 
 import torch
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Body, Query, Response
 
-from model.errors import TOY_RULES
+from model.backward import run_toy_backward
+from model.errors import BACKWARD_RULES, TOY_RULES
 from model.sizes import attention_numbers, pooled_side, trace_numbers
 from model.toy import run_toy
 
@@ -20,10 +21,13 @@ from ..schemas import (
     Encoding,
     ModelsResponse,
     SummaryResponse,
+    ToyRequest,
     ToyResponse,
     TraceResponse,
     documented_error,
+    openapi_examples,
 )
+from ..schemas.backward import ToyBackwardRequest, ToyBackwardResponse
 
 router = APIRouter(
     prefix="/api/v1",
@@ -196,14 +200,67 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> R
     ),
 )
 def toy(req: ToyInput, hub: Hub, gone: ClientLeft) -> Response:
-    weights = req.weights.model_dump(exclude_none=True) if req.weights else None
+    result = hub.run(_toy_call(run_toy, req), req.queries, req.keys, req.values, req.n_heads,
+                     req.weights.model_dump(exclude_none=True) if req.weights else None, req.causal, gone=gone)
+    return serialize.json_response(_toy_body(result))
+
+
+def _toy_call(run: Any, req: ToyRequest, **more: Any) -> Any:
+    """run_toy or run_toy_backward with a toy request's options bound."""
     additive = req.additive.model_dump() if req.additive else None
-    run = partial(run_toy, variant=req.variant, temperature=req.temperature, seed=req.seed,
-                  straight_through=req.straight_through, d_keys=req.d_keys, d_values=req.d_values,
-                  additive=additive, positions=req.positions, hidden_keys=req.hidden_keys)
-    result = hub.run(run, req.queries, req.keys, req.values, req.n_heads, weights, req.causal, gone=gone)
+    return partial(run, variant=req.variant, temperature=req.temperature, seed=req.seed,
+                   straight_through=req.straight_through, d_keys=req.d_keys, d_values=req.d_values,
+                   additive=additive, positions=req.positions, hidden_keys=req.hidden_keys, **more)
+
+
+def _toy_body(result: dict[str, Any]) -> ToyResponse:
     tensors = {name: serialize.steps(result[name]) if result[name] is not None else None
                for name in ("weights", "additive")}
     soft = serialize.matrix(result["soft"]) if result["soft"] is not None else None
-    body = ToyResponse(**{**result, **tensors, "soft": soft, "steps": serialize.steps(result["steps"])})
+    return ToyResponse(**{**result, **tensors, "soft": soft, "steps": serialize.steps(result["steps"])})
+
+
+ToyBackwardInput = Annotated[ToyBackwardRequest, Body(openapi_examples=openapi_examples(ToyBackwardRequest))]
+
+
+@router.post(
+    "/toy/backward",
+    response_model=ToyBackwardResponse,
+    summary="The toy's backward pass: every gradient, checked against torch.autograd in the same request",
+    description=(
+        "The /api/v1/toy request (same fields, rules and defaults: `{}` is the worked example) plus `upstream`, "
+        "dL/d output (L x d_model; default all ones, the gradient of the sum of the outputs). The answer holds "
+        "`forward` (the /api/v1/toy answer), `gradients` named after the steps and weights and computed by "
+        "attnscope's own backward in float64, in reverse order: W_o (dW_o = Σ concatᵀ·upstream, dconcat = "
+        "upstream·W_oᵀ), per head dV = Aᵀ·dctx_h and dA = dctx_h·Vᵀ (`softmax`), dS = A ⊙ (dA − rowsum(dA ⊙ "
+        "A)) × scale (`scores`, with respect to the raw scores q·kᵀ), dQ = dS·K and dK = dSᵀ·Q (`q`, `k`), "
+        "then W_q, W_k, W_v (dW = xᵀ·dProj, db = Σ dProj, dx = dProj·Wᵀ) and the inputs `queries`, `keys`, "
+        "`values` (for self-attention `input` is their sum). Per-head gradients are [h][L][S], [h][L][d_keys] "
+        "and so on; weights are in x out. `check` compares every gradient with torch.autograd run on the same "
+        "forward in the same request (`max_abs_diff`, `max_rel_diff`, `reference`: \"torch.autograd float64\"). "
+        "**Variants**: `additive` differentiates through the tanh into `additive_w_q`, `additive_w_k`, "
+        "`additive_v` and into q, k; `hard` and `sample` pass no gradient to the scores (`flow` \"none\": "
+        "scores, q, k, W_q, W_k, b_q, b_k are zeros; the values still get theirs); `gumbel` differentiates the "
+        "Gumbel-softmax, and with `straight_through` (`flow` \"straight_through\") the forward uses the one-hot "
+        "rows while the backward passes the soft weights' gradient. The temperature is inside the scale factor; "
+        "RoPE's rotation is turned back (`q_rotated`, `k_rotated` hold the gradients before that); the "
+        "sinusoidal table is added to the inputs, so the inputs' gradient passes through it; the mask (causal, "
+        "hidden keys, ALiBi's bias) is a constant and hidden entries get zero gradient. Errors are those of "
+        "/api/v1/toy (422 with `errors[0].type` one of its rules), and: "
+        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in BACKWARD_RULES.items())
+        + "; a non-finite or too large upstream number is `finite_number` or `toy_magnitude` at its cell."
+    ),
+    responses={422: documented_error("A field is invalid or does not fit the others (the /toy rules, or "
+                                     "`toy_upstream_shape`: upstream is not L x d_model); `errors[0]` names the "
+                                     "field (`loc`), the rule (`type`) and its numbers (`ctx`).")},
+)
+def toy_backward(req: ToyBackwardInput, hub: Hub, gone: ClientLeft) -> Response:
+    run = _toy_call(run_toy_backward, req, upstream=req.upstream)
+    result = hub.run(run, req.queries, req.keys, req.values, req.n_heads,
+                     req.weights.model_dump(exclude_none=True) if req.weights else None, req.causal, gone=gone)
+    body = ToyBackwardResponse(
+        forward=_toy_body(result["forward"]), gradients=serialize.tensors(result["gradients"]),
+        check=result["check"], flow=result["flow"], note=result["note"],
+        upstream=serialize.matrix(result["upstream"]), upstream_default=result["upstream_default"],
+    )
     return serialize.json_response(body)
