@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.attention import MultiHeadAttention
-from model.backward import attention_backward, attention_forward
+from model.backward import attention_backward, attention_forward, run_toy_backward
 
 REL = 1e-10
 MEASURED: dict[str, float] = {"rel": 0.0, "abs": 0.0}
@@ -56,7 +56,7 @@ def random_layer(d_model, n_heads, d_keys, d_values, seed) -> MultiHeadAttention
     return layer
 
 
-def compare(mine: torch.Tensor, ref: torch.Tensor | None, name: str, floor: float = 0.0) -> None:
+def compare(mine: torch.Tensor, ref: torch.Tensor | None, name: str, floor: float = 0.0, record: bool = True) -> None:
     """|mine − ref| ≤ REL · max(max|ref|, floor). `floor` is the size of the example's output, for
     gradients that are zero in exact arithmetic (b_k: softmax ignores a shift of every key's score),
     where autograd's own rounding is all there is."""
@@ -66,9 +66,10 @@ def compare(mine: torch.Tensor, ref: torch.Tensor | None, name: str, floor: floa
     assert torch.isfinite(mine).all(), name
     diff = float((mine - ref).abs().max()) if mine.numel() else 0.0
     scale = float(ref.abs().max()) if ref.numel() else 0.0
-    MEASURED["abs"] = max(MEASURED["abs"], diff)
-    if scale > floor:
-        MEASURED["rel"] = max(MEASURED["rel"], diff / scale)
+    if record:
+        MEASURED["abs"] = max(MEASURED["abs"], diff)
+        if scale > floor:
+            MEASURED["rel"] = max(MEASURED["rel"], diff / scale)
     assert diff <= REL * max(scale, floor) + 1e-300, f"{name}: |diff| {diff:.3g} vs max|ref| {scale:.3g}"
 
 
@@ -124,6 +125,263 @@ def test_upstream_shape_is_checked():
         attention_backward(layer, cache, torch.ones(1, 2, 4, dtype=torch.float64))
 
 
+# ---- The toy: every variant and option against autograd on a forward written here ----
+
+F64 = torch.float64
+
+
+def sinusoidal_table(n: int, d: int) -> torch.Tensor:
+    """P[p, 2i] = sin(p / 10000^(2i/d)), P[p, 2i+1] = cos(p / 10000^(2i/d))."""
+    p = torch.arange(n, dtype=F64)[:, None]
+    i = torch.arange(d // 2, dtype=F64)[None, :]
+    angle = p / 10000.0 ** (2 * i / d)
+    return torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1).reshape(n, d)
+
+
+def rotate(x: torch.Tensor) -> torch.Tensor:
+    """RoPE on (L, d): pair (a, b) at position p turned by θ = p·10000^(−2i/d)."""
+    n, d = x.shape
+    theta = torch.arange(n, dtype=F64)[:, None] * 10000.0 ** (-2 * torch.arange(d // 2, dtype=F64)[None, :] / d)
+    a, b = x[:, 0::2], x[:, 1::2]
+    return torch.stack((a * torch.cos(theta) - b * torch.sin(theta), a * torch.sin(theta) + b * torch.cos(theta)),
+                       dim=-1).reshape(n, d)
+
+
+def softmax_hidden(z: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis; a row of only −∞ is zeros."""
+    hidden = torch.isneginf(z).all(-1, keepdim=True)
+    safe = torch.where(hidden, torch.zeros_like(z), z)
+    return torch.where(hidden, torch.zeros_like(z), torch.softmax(safe, dim=-1))
+
+
+def reference_gradients(request: dict, forward: dict, upstream: torch.Tensor, together: bool = False) -> dict:
+    """Autograd's gradients of sum(output ⊙ upstream) for a toy request, on a forward written here.
+
+    The weights used, the additive parameters and (for hard, sample and straight-through gumbel) the
+    one-hot rows are read from the forward answer as data. `together`: one input X for queries, keys
+    and values (self-attention), so autograd's dX is the sum of the three.
+    """
+    variant = request.get("variant", "scaled_dot")
+    tau = request.get("temperature", 1.0)
+    positions = request.get("positions", "none")
+    h_count, dk, dv = forward["n_heads"], forward["d_keys"], forward["d_values"]
+    t = lambda a: torch.tensor(a, dtype=F64)  # noqa: E731
+    raw_q = t(request["queries"])
+    raw_k = t(request["keys"]) if "keys" in request else raw_q
+    raw_v = t(request["values"]) if "values" in request else raw_k
+    leaf = {"queries": raw_q.clone().requires_grad_(True)}
+    if together:
+        xq = xk = xv = leaf["queries"]
+    else:
+        leaf["keys"] = raw_k.clone().requires_grad_(True)
+        leaf["values"] = raw_v.clone().requires_grad_(True)
+        xq, xk, xv = leaf["queries"], leaf["keys"], leaf["values"]
+    n_t, n_s, d = xq.shape[0], xk.shape[0], xq.shape[1]
+    if positions == "sinusoidal":
+        xq, xk, xv = xq + sinusoidal_table(n_t, d), xk + sinusoidal_table(n_s, d), xv + sinusoidal_table(n_s, d)
+    p = {f"w_{n}": t(forward["weights"][n]).requires_grad_(True) for n in "qkvo"}
+    p.update({f"b_{n}": torch.zeros(p[f"w_{n}"].shape[1], dtype=F64, requires_grad=True) for n in "qkvo"})
+    add = {}
+    if variant == "additive":
+        add = {f"additive_{n}": t(forward["additive"][n]).requires_grad_(True) for n in ("w_q", "w_k", "v")}
+    q_all, k_all, v_all = xq @ p["w_q"] + p["b_q"], xk @ p["w_k"] + p["b_k"], xv @ p["w_v"] + p["b_v"]
+    scale = (1.0 if variant in ("dot", "additive") else 1 / math.sqrt(dk)) / tau
+    kept: dict[str, list[torch.Tensor]] = {n: [] for n in ("q", "k", "v", "scores", "softmax", "weighted_sum")}
+    ctxs = []
+    for h in range(h_count):
+        qh, kh, vh = q_all[:, h * dk:(h + 1) * dk], k_all[:, h * dk:(h + 1) * dk], v_all[:, h * dv:(h + 1) * dv]
+        for name, x in (("q", qh), ("k", kh), ("v", vh)):
+            x.retain_grad()
+            kept[name].append(x)
+        if positions == "rope":
+            qh, kh = rotate(qh), rotate(kh)
+        if variant == "additive":
+            hid = torch.tanh((qh @ add["additive_w_q"][h])[:, None, :] + (kh @ add["additive_w_k"][h])[None, :, :])
+            s = hid @ add["additive_v"][h]
+        else:
+            s = qh @ kh.T
+        s.retain_grad()
+        kept["scores"].append(s)
+        z = s * scale
+        if request.get("causal"):
+            z = z.masked_fill(torch.ones(n_t, n_s).triu(1).bool(), -math.inf)
+        for j in request.get("hidden_keys", []):
+            z = z.index_fill(1, torch.tensor([j]), -math.inf)
+        if positions == "alibi":
+            slope = 2.0 ** (-8.0 * (h + 1) / h_count)
+            z = z - slope * (torch.arange(n_t, dtype=F64)[:, None] - torch.arange(n_s, dtype=F64)[None, :]).abs()
+        one_hot = t(forward["steps"]["softmax"][h])
+        if variant == "gumbel":
+            u = torch.rand((1, h_count, n_t, n_s), generator=torch.Generator().manual_seed(request.get("seed", 0)),
+                           dtype=F64).clamp_min(torch.finfo(F64).tiny)[0, h]
+            soft = softmax_hidden(z + -torch.log(-torch.log(u)) / tau)
+            a = one_hot + soft - soft.detach() if request.get("straight_through") else soft
+        elif variant in ("hard", "sample"):
+            a = one_hot
+        else:
+            a = softmax_hidden(z)
+        if a.requires_grad:
+            a.retain_grad()
+        kept["softmax"].append(a)
+        c = a @ vh
+        c.retain_grad()
+        kept["weighted_sum"].append(c)
+        ctxs.append(c)
+    concat = torch.cat(ctxs, dim=1)
+    concat.retain_grad()
+    out = concat @ p["w_o"] + p["b_o"]
+    out.backward(upstream)
+    zero = lambda x: torch.zeros_like(x) if x.grad is None else x.grad  # noqa: E731
+    grads = {name: zero(x) for name, x in {**p, **add, **leaf}.items()}
+    for name, xs in kept.items():
+        if name != "softmax" or xs[0].requires_grad:
+            grads[name] = torch.stack([zero(x) for x in xs])
+    grads["concat"] = concat.grad
+    grads["output"] = upstream
+    return grads
+
+
+def as_tensors(answer: dict) -> dict:
+    return {n: g if isinstance(g, torch.Tensor) else torch.tensor(g, dtype=F64)
+            for n, g in answer.items() if g is not None}
+
+
+def check_against_reference(mine: dict, ref: dict) -> None:
+    size = max(float(g.abs().max()) for g in ref.values() if g.numel())
+    for name, r in ref.items():
+        compare(mine[name], r, name, floor=1e-5 * size)
+
+
+@st.composite
+def toy_requests(draw):
+    variant = draw(st.sampled_from(["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"]))
+    positions = draw(st.sampled_from(["none", "sinusoidal", "rope", "alibi"]))
+    n_heads = draw(st.integers(1, 3))
+    d_model = draw(st.integers(1, 6))
+    d_model += d_model % 2 if positions == "sinusoidal" else 0
+    d_keys = 2 * draw(st.integers(1, 2)) if positions == "rope" else draw(st.integers(1, 4))
+    d_values = draw(st.integers(1, 4))
+    n_t, cross = draw(st.integers(1, 5)), draw(st.booleans())
+    n_s = draw(st.integers(1, 5)) if cross else n_t
+    seed = draw(st.integers(0, 1000))
+    g = torch.Generator().manual_seed(seed)
+    m = lambda r, c, s=1.0: (torch.randn(r, c, generator=g, dtype=F64) * s).tolist()  # noqa: E731
+    req = {"queries": m(n_t, d_model), "n_heads": n_heads, "d_keys": d_keys, "d_values": d_values,
+           "variant": variant, "positions": positions, "seed": seed,
+           "temperature": draw(st.sampled_from([1.0, 0.5, 2.5])), "causal": draw(st.booleans()),
+           "hidden_keys": draw(st.lists(st.integers(0, n_s - 1), unique=True, max_size=n_s)),
+           "weights": {"q": m(d_model, n_heads * d_keys, 0.7), "k": m(d_model, n_heads * d_keys, 0.7),
+                       "v": m(d_model, n_heads * d_values, 0.7), "o": m(n_heads * d_values, d_model, 0.7)}}
+    if cross:
+        req["keys"], req["values"] = m(n_s, d_model), m(n_s, d_model)
+    if variant == "gumbel":
+        req["straight_through"] = draw(st.booleans())
+    return req, torch.tensor(m(n_t, d_model), dtype=F64)
+
+
+def _run(req: dict, upstream: torch.Tensor | None = None) -> dict:
+    kw = {k: v for k, v in req.items() if k not in ("queries", "keys", "values", "n_heads", "weights", "causal")}
+    return run_toy_backward(req.get("queries"), req.get("keys"), req.get("values"), req.get("n_heads"),
+                            req.get("weights"), req.get("causal", False),
+                            upstream=None if upstream is None else upstream.tolist(), **kw)
+
+
+def _forward_lists(forward: dict) -> dict:
+    """The forward answer's tensors as lists, as the reference reads them."""
+    additive = forward["additive"]
+    return {**forward, "weights": {n: w.tolist() for n, w in forward["weights"].items()},
+            "additive": None if additive is None else {n: a.tolist() for n, a in additive.items()},
+            "steps": {"softmax": forward["steps"]["softmax"].tolist()}}
+
+
+@settings(max_examples=150, deadline=None)
+@given(toy_requests())
+def test_toy_backward_matches_autograd_for_every_variant(case):
+    req, upstream = case
+    answer = _run(req, upstream)
+    forward = _forward_lists(answer["forward"])
+    mine = as_tensors(answer["gradients"])
+    check_against_reference(mine, reference_gradients(req, forward, upstream))
+    if "keys" not in req:  # self-attention: dL/dX is the sum of the three partial gradients
+        together = reference_gradients(req, forward, upstream, together=True)
+        compare(mine["input"], together["queries"], "input", floor=1e-5 * float(together["queries"].abs().max()))
+    if req["variant"] in ("hard", "sample"):
+        assert answer["flow"] == "none"
+        for name in ("scores", "q", "k", "w_q", "w_k", "b_q", "b_k"):
+            assert not mine[name].any(), name
+    assert answer["check"]["max_abs_diff"] <= 1e-10 * max(1.0, float(mine["w_o"].abs().max()))
+    for name, g in mine.items():
+        assert torch.isfinite(g).all(), name
+
+
+def test_fully_hidden_rows_get_zero_gradient_not_nan():
+    req = {"queries": [[1.0, 2.0], [0.5, -1.0]], "keys": [[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]],
+           "values": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "n_heads": 1, "hidden_keys": [0, 1, 2]}
+    answer = _run(req)
+    g = as_tensors(answer["gradients"])
+    for name in ("scores", "q", "k", "v", "w_q", "w_k", "w_v", "queries", "keys", "values"):
+        assert torch.isfinite(g[name]).all() and not g[name].any(), name
+    assert torch.equal(g["b_o"], torch.tensor([2.0, 2.0], dtype=F64))  # Σ_t upstream[t]: b_o still learns
+    assert not g["w_o"].any()  # W_o's input, the context, is zeros
+
+
+# ---- The worked example, by hand ----
+
+SQ2 = math.sqrt(2.0)
+
+
+def _softmax(row):
+    e = [math.exp(x) for x in row]
+    return [x / sum(e) for x in e]
+
+
+def test_worked_example_by_hand(capsys):
+    """queries X (4 x 4), keys = X, values V, identity weights, 2 heads (d_keys 2, scale 1/√2),
+    upstream all ones. Head 0 reads columns 0 and 1: q = k = [1,0], [0,1], [1,1], [2,0];
+    its values are V's columns 0, 1: [10,11], [12,13], [14,15], [16,17]."""
+    answer = _run({})
+    g = answer["gradients"]
+    # head 0's raw scores q_t · k_j, row by row, then the weights A_t = softmax(scores_t / √2)
+    scores = [[1, 0, 1, 2], [0, 1, 1, 0], [1, 1, 2, 2], [2, 0, 2, 4]]
+    a = [_softmax([s / SQ2 for s in row]) for row in scores]
+    v0 = [[10, 11], [12, 13], [14, 15], [16, 17]]
+    # concat[t][0] = Σ_j A_t[j] · V[j][0]; dW_o[0][0] = Σ_t concat[t][0] · upstream[t][0] (upstream = 1)
+    concat0 = [sum(a[t][j] * v0[j][0] for j in range(4)) for t in range(4)]
+    dw_o_00 = sum(concat0[t] * 1.0 for t in range(4))
+    # dctx = upstream · W_oᵀ = ones (W_o = I), so dV_0[j][c] = Σ_t A_t[j] · 1
+    dv_00 = sum(a[t][0] for t in range(4))
+    # dA_t[j] = Σ_c dctx[t][c] · V[j][c] = V[j][0] + V[j][1] = 21, 25, 29, 33 for every t
+    da = [v0[j][0] + v0[j][1] for j in range(4)]
+    assert da == [21, 25, 29, 33]
+    # dS_0[j] = A_0[j] · (dA[j] − Σ_j' A_0[j'] · dA[j']) / √2 (the gradient of the raw scores)
+    mean0 = sum(a[0][j] * da[j] for j in range(4))
+    ds_0 = [a[0][j] * (da[j] - mean0) / SQ2 for j in range(4)]
+    # dQ_0[0] = Σ_j dS_0[j] · K[j][0], K's column 0 = 1, 0, 1, 2
+    dq_00 = ds_0[0] * 1 + ds_0[1] * 0 + ds_0[2] * 1 + ds_0[3] * 2
+    got = {"dW_o[0][0]": (float(g["w_o"][0][0]), dw_o_00), "dV[h0][0][0]": (float(g["v"][0][0][0]), dv_00),
+           "dS[h0][0][3]": (float(g["scores"][0][0][3]), ds_0[3]), "dQ[h0][0][0]": (float(g["q"][0][0][0]), dq_00)}
+    worst = max(abs(x - y) for x, y in got.values())
+    with capsys.disabled():
+        print("\nworked example by hand: " + ", ".join(f"{k} {y:.6g}" for k, (_, y) in got.items())
+              + f"; max |difference| {worst:.3g}; check.max_abs_diff {answer['check']['max_abs_diff']:.3g}")
+    for name, (x, y) in got.items():
+        assert abs(x - y) <= 1e-12 * max(1.0, abs(y)), name
+    # the control: without the × scale factor dS would be √2 times larger, which the answer is not
+    assert abs(float(g["scores"][0][0][3]) - ds_0[3] * SQ2) > 1e-3
+
+
+def test_dropping_the_scale_factor_is_caught():
+    """The control: a backward that forgets × scale differs from autograd by far more than the tolerance."""
+    req = {"queries": [[1.0, 0.5, -1.0, 2.0], [0.0, 1.0, 1.5, -0.5], [2.0, -1.0, 0.0, 1.0]], "n_heads": 2}
+    answer = _run(req)
+    ref = reference_gradients(req, _forward_lists(answer["forward"]), torch.ones(3, 4, dtype=F64))
+    mine = as_tensors(answer["gradients"])
+    compare(mine["scores"], ref["scores"], "scores")
+    wrong = mine["scores"] * math.sqrt(2.0)  # dZ without the factor 1/√d_keys
+    with pytest.raises(AssertionError):
+        compare(wrong, ref["scores"], "scores without the scale", record=False)
+
+
 def test_measured(capsys):
     with capsys.disabled():
-        print(f"\nbackward core vs autograd: max rel {MEASURED['rel']:.3g}, max abs {MEASURED['abs']:.3g}")
+        print(f"\nbackward vs autograd over every run: max rel {MEASURED['rel']:.3g}, max abs {MEASURED['abs']:.3g}")
