@@ -141,3 +141,76 @@ export function getPositions({ kind, length = 64, d_model = null, n_heads = 8, m
   if (model !== null) params.set('model', model);
   return requestJson(`/api/v1/positions?${params}`);
 }
+
+// ---- the Iris transformer (/iris) ----
+
+/**
+ * GET /api/v1/iris/data: the 150 flowers, their species and the fixed 120/30 split.
+ * @returns {Promise<{features: string[], classes: string[], rows: number[][], labels: number[],
+ *   train: number[], test: number[], mean: number[], std: number[]}>} rows in cm; train and test
+ *   are row indices
+ */
+export function getIrisData() {
+  return requestJson('/api/v1/iris/data');
+}
+
+/**
+ * POST /api/v1/iris/train: start a training job. A refusal is an ApiError; when the server is
+ * busy (429) it carries `retryAfter`, the seconds its Retry-After header names (or null).
+ * @param {{epochs: number, lr: number, optimizer: string, batch: number, seed: number, watch: number}} settings
+ * @returns {Promise<{job: string, events: string}>} events: the URL of the job's event stream
+ */
+export async function startIrisTraining(settings) {
+  let response;
+  try {
+    response = await fetch('/api/v1/iris/train', { ...postJson(settings), headers: { Accept: 'application/json', 'Content-Type': 'application/json' } });
+  } catch {
+    throw new ApiError(0, 'unreachable');
+  }
+  const body = await parseJson(response);
+  if (!response.ok) {
+    const error = new ApiError(response.status, 'http', detailOf(body), body);
+    const retry = Number.parseInt(response.headers.get('Retry-After') ?? '', 10); // ui-text: not UI (a header name)
+    error.retryAfter = Number.isFinite(retry) ? retry : null;
+    throw error;
+  }
+  if (body === null) throw new ApiError(response.status, 'not-json');
+  return body;
+}
+
+/** The URL of a training job's event stream (text/event-stream, for EventSource). */
+export function irisEventsUrl(job) {
+  return `/api/v1/iris/train/${encodeURIComponent(job)}/events`;
+}
+
+/** DELETE /api/v1/iris/train/{job}: stop a training job (204; 404 when the server does not know it). */
+export async function stopIrisTraining(job) {
+  await send(`/api/v1/iris/train/${encodeURIComponent(job)}`, { method: 'DELETE' });
+}
+
+/**
+ * POST /api/v1/iris/predict: a job's model (at its last finished epoch) on four measurements.
+ * @param {{job: string, features: number[]}} body features in cm
+ * @returns {Promise<{classes: string[], probabilities: number[], predicted: string|number,
+ *   epoch: number, trace: object}>} trace shaped like a /api/v1/toy answer (the attention layer)
+ */
+export function predictIris(body) {
+  return requestJson('/api/v1/iris/predict', postJson(body));
+}
+
+/**
+ * GET /api/v1/cost: parameters, memory and FLOPs of one attention layer and of L layers, each with its
+ * formula filled in, and one layer's memory against S (`curve`), for standard attention and FlashAttention.
+ * @param {{d_model: number, n_heads: number, seq_len: number, batch: number, n_layers: number,
+ *          bytes: number, bias: boolean}} sizes
+ * @returns {Promise<{sizes: object, per_layer: Object<string, {value: number, formula: string, filled: string}>,
+ *   total: Object<string, number>, curve: {seq_len: number[], attention_matrix_bytes: number[],
+ *   flash_attention_bytes: number[]}, max_exact: number}>}
+ */
+export function getCost({ d_model, n_heads, seq_len, batch, n_layers, bytes, bias }) {
+  const params = new URLSearchParams({
+    d_model: String(d_model), n_heads: String(n_heads), seq_len: String(seq_len), batch: String(batch),
+    n_layers: String(n_layers), bytes: String(bytes), bias: String(bias),
+  });
+  return requestJson(`/api/v1/cost?${params}`);
+}
