@@ -59,7 +59,7 @@ NOTATION = {
     "attnscope", "softmax", "d_model", "d_head", "d_keys", "d_values", "n_heads", "text_pair",
     "API", "JSON", "PNG", "SVG", "CSV", "CLS", "SEP", "UNK", "PAD", "MASK", "MiniLM", "Transformer", "REST", "RoPE", "ALiBi", "Gumbel", "Gumbel-softmax", "Luong", "Bahdanau", "sin", "cos", "tanh", "max", "sum",
     "Adam", "SGD", "ReLU", "PyTorch",  # the Iris page: the optimizers' and the activation's own names
-    "FlashAttention", "FLOPs", "Dao", "GPU", "KiB", "MiB", "GiB", "TiB", "PiB",  # the cost page: names and units
+    "FlashAttention", "FLOPs", "Dao", "GPU", "ctx", "KiB", "MiB", "GiB", "TiB", "PiB",  # the cost page: names, units
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside
