@@ -221,16 +221,17 @@ function drawUnits(answer) {
   else if (v >= 1024 ** 3) binary = inBinaryUnit(v, 3, 2);
   const decimal = v >= 1e12 ? `${significant(v / 1e12, 4)} TB = ${significant(v / 1e9, 6)} GB` : decimalBytes(v);
   $('cost-units').textContent = t('cost.units.line', {
-    exact: exact(v, LOCALE), sci: scientific(v), decimal, binary,
+    exact: exact(v, LOCALE), sci: scientific(v, 10), decimal, binary,
   });
 }
 
 function drawShares(answer) {
   const layer = answer.per_layer;
   const matrix = layer.attention_matrix_bytes.value;
-  $('cost-shares').textContent = t('cost.shares', {
+  const flash = layer.flash_attention_bytes.value;
+  $('cost-shares').textContent = t(matrix > flash ? 'cost.shares' : 'cost.sharesSmall', {
     share: significant((100 * matrix) / layer.cache_bytes.value, 3),
-    ratio: significant(matrix / layer.flash_attention_bytes.value, 3),
+    ratio: significant(matrix / flash, 3),
   });
 }
 

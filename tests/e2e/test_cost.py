@@ -78,6 +78,9 @@ def test_the_iris_layer_and_each_served_model(page: Page, api):
     assert shown(page, "parameters") == 4 * 8 * 8 + 4 * 8 == 288
     assert shown(page, "attention_matrix_bytes") == 16 * 2 * 4 * 4 * 8 == 4096
     expect(cell(page, "attention_matrix_bytes")).to_contain_text("4.1 kB · 4 KiB")
+    expect(page.locator("#cost-units")).to_contain_text("4,096 bytes = 4.1 × 10³ bytes")
+    # S = 4 < D + 2 = 6: the matrix (512 numbers) is smaller than FlashAttention's O, m and l (768)
+    expect(page.locator("#cost-shares")).to_contain_text("smaller than FlashAttention’s working set")
 
     models = api.get("/api/v1/models").json()["models"]
     for model in models:

@@ -23,9 +23,9 @@ export function significant(x, digits = 3) {
   return String(Number(x.toPrecision(digits)));
 }
 
-/** n as m × 10^k with three significant digits ("1.28 × 10¹²"); below 10 000 just the digits. */
-export function scientific(n) {
-  if (Math.abs(n) < 10000) return String(n);
+/** n as m × 10^k with three significant digits ("1.28 × 10¹²"); below `from` just the digits. */
+export function scientific(n, from = 10000) {
+  if (Math.abs(n) < Math.max(from, 10)) return String(n);
   let k = Math.floor(Math.log10(Math.abs(n)));
   let m = Number((n / 10 ** k).toPrecision(3));
   if (Math.abs(m) >= 10) { // 9.995e12 rounds to 10.0
