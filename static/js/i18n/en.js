@@ -480,7 +480,6 @@ export default {
   "iris.walk.token": "Token",
 
   // ---- /cost page ----
-};
   "cost.controls": "Sizes",
   "cost.dModel": "Width d_model",
   "cost.heads": "Heads",
@@ -545,3 +544,5 @@ export default {
   "cost.why.heading": "Why the S² term wins, and what FlashAttention changes",
   "cost.why.body": "Everything else in the layer grows in proportion to S, but attention compares every token with every other one. The scores and the weighted sum cost 4·B·S²·E FLOPs against 8·B·S·E² for the four projections, so they dominate once S > 2E; the matrix A holds B·H·S² numbers against 5·B·S·E for everything else the backward keeps, so it dominates once S > 5D. Doubling S doubles the rest and quadruples the matrix. FlashAttention (Dao et al. 2022) computes exactly the same output tile by tile: it loads blocks of Q, K and V into fast on-chip memory, keeps a running maximum m and sum ℓ per query row so that the softmax can be normalised piece by piece, and never writes the S × S matrix; the backward recomputes the tiles from Q, K, V, O, m and ℓ. What it keeps is the output and those two numbers per row, linear in S. It does not reduce the FLOPs (the recomputation adds some); it saves memory and memory traffic, which on a GPU also saves time. Below S = D + 2 the matrix is smaller than the output itself, which is why the two lines cross.",
   "cost.shares": "At these sizes the attention matrix is {share} % of the backward cache, and FlashAttention needs {ratio} times less memory than the matrix.",
+  "cost.sharesSmall": "At these sizes the attention matrix is {share} % of the backward cache, and it is smaller than FlashAttention’s working set: with S < D + 2 the S × S matrix holds fewer numbers than the output O.",
+};

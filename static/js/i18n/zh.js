@@ -480,7 +480,6 @@ export default {
   "iris.walk.token": "词元",
 
   // ---- /cost page ----
-};
   "cost.controls": "尺寸",
   "cost.dModel": "宽度 d_model",
   "cost.heads": "头数",
@@ -545,3 +544,5 @@ export default {
   "cost.why.heading": "为什么 S² 项占主导，FlashAttention 改变了什么",
   "cost.why.body": "这一层里其他量都与 S 成正比，而注意力要把每个词元与所有其他词元比较。分数和加权求和需要 4·B·S²·E 次浮点运算，四个投影需要 8·B·S·E²，所以当 S > 2E 时前者占主导；注意力矩阵 A 有 B·H·S² 个数，而反向传播保留的其他量共 5·B·S·E 个，所以当 S > 5D 时它占主导。S 翻倍，其余部分翻倍，矩阵却变成四倍。FlashAttention（Dao 等人，2022）逐块计算出完全相同的输出：它把 Q、K、V 的小块载入高速的片上内存，为每个查询行维护当前的最大值 m 和总和 ℓ，从而分块完成 softmax 的归一化，始终不写出 S × S 矩阵；反向传播时再由 Q、K、V、O、m 和 ℓ 重新计算这些小块。它保留的只是输出和每行这两个数，与 S 成线性关系。它并不减少浮点运算（重新计算还会增加一些），省下的是内存和内存读写，而在 GPU 上这也省下了时间。当 S < D + 2 时，注意力矩阵比输出本身还小，所以两条线会相交。",
   "cost.shares": "在这些尺寸下，注意力矩阵占反向传播缓存的 {share} %，FlashAttention 所需内存是矩阵的 {ratio} 分之一。",
+  "cost.sharesSmall": "在这些尺寸下，注意力矩阵占反向传播缓存的 {share} %，而且比 FlashAttention 的工作集还小：S < D + 2 时，S × S 矩阵的数比输出 O 还少。",
+};
