@@ -9,7 +9,7 @@
 // reload or a language switch replays that run from its first epoch.
 import { ApiError, getIrisData, irisEventsUrl, predictIris, startIrisTraining, stopIrisTraining } from './api.js';
 import {
-  accuracyFigure, attentionFigure, confusionFigure, dataFigure, lossFigure, probabilitiesFigure,
+  accuracyFigure, attentionFigure, confusionFigure, dataFigure, lossAxis, lossFigure, probabilitiesFigure,
 } from './figures/iris.js';
 import { fromToy } from './figures/steps.js';
 import { has } from './i18n/index.js';
@@ -202,7 +202,7 @@ function drawEmpty(epochs) {
   els.confusionWait.hidden = false;
   els.final.textContent = '';
   return Promise.all([
-    renderFigure($('plot-loss'), lossFigure({ epochs })),
+    renderFigure($('plot-loss'), lossFigure({ epochs, log: $('iris-loss-log').checked })),
     renderFigure($('plot-accuracy'), accuracyFigure({ epochs })),
     ...maps.map((gd, h) => renderFigure(gd, mapFigure(uniform(), h), { modeBar: false })),
   ]);
@@ -358,6 +358,10 @@ async function follow(job, epochs, watch, url = streams.get(job) ?? irisEventsUr
     }
   });
 }
+
+$('iris-loss-log').addEventListener('change', (event) => {
+  window.Plotly.relayout($('plot-loss'), lossAxis(event.target.checked));
+});
 
 // ---- the settings form ---------------------------------------------------------------------------
 

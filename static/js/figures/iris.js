@@ -32,11 +32,19 @@ function epochAxis(epochs) {
   };
 }
 
+/** The loss axis, linear from 0 or logarithmic (a loss near 0 still shows its changes), as relayout updates. */
+export function lossAxis(log) {
+  return log
+    ? { 'yaxis.type': 'log', 'yaxis.autorange': true, 'yaxis.rangemode': 'normal' }
+    : { 'yaxis.type': 'linear', 'yaxis.autorange': true, 'yaxis.rangemode': 'tozero' };
+}
+
 /**
  * The loss curve of a run: one line, x = epoch, y = mean cross-entropy over the training split.
- * @param {{epochs: number, x?: number[], loss?: number[]}} run points so far (extended later)
+ * @param {{epochs: number, x?: number[], loss?: number[], log?: boolean}} run points so far (extended
+ *   later); log: a logarithmic loss axis
  */
-export function lossFigure({ epochs, x = [], loss = [] }) {
+export function lossFigure({ epochs, x = [], loss = [], log = false }) {
   return {
     data: [{
       type: 'scatter',
@@ -53,7 +61,13 @@ export function lossFigure({ epochs, x = [], loss = [] }) {
       margin: { t: 10, r: 12, b: 44, l: 56 },
       showlegend: false,
       xaxis: epochAxis(epochs),
-      yaxis: { title: { text: t('iris.lossAxis'), standoff: 4 }, rangemode: 'tozero', gridcolor: '#eef0f3' },
+      yaxis: {
+        title: { text: t('iris.lossAxis'), standoff: 4 },
+        type: log ? 'log' : 'linear',
+        rangemode: log ? 'normal' : 'tozero',
+        exponentformat: 'power', // 10⁻⁴, not Plotly's SI "100µ"
+        gridcolor: '#eef0f3',
+      },
     },
   };
 }

@@ -480,6 +480,7 @@ export default {
   "iris.walk.token": "Token",
 
   // ---- /cost page ----
+  "iris.loss.log": "logarithmic scale",
   "cost.controls": "Sizes",
   "cost.dModel": "Width d_model",
   "cost.heads": "Heads",

@@ -480,6 +480,7 @@ export default {
   "iris.walk.token": "词元",
 
   // ---- /cost page ----
+  "iris.loss.log": "对数坐标",
   "cost.controls": "尺寸",
   "cost.dModel": "宽度 d_model",
   "cost.heads": "头数",
