@@ -31,6 +31,13 @@ def _digits(value: object) -> object:
     return value
 
 
+def _true_or_false(value: object) -> object:
+    """A query boolean as the schema states it: true or false (not 1, yes, on or off)."""
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise PydanticCustomError("bool_parsing", "Input should be a valid boolean: true or false")
+    return value
+
+
 # the bounds before the validator: otherwise they reach the JSON Schema as "ge"/"le", not as minimum/maximum
 Width = Annotated[int, Field(ge=1, le=MAX_D_MODEL), BeforeValidator(_digits)]
 Layers = Annotated[int, Field(ge=1, le=MAX_LAYERS), BeforeValidator(_digits)]
@@ -61,7 +68,8 @@ class CostQuery(BaseModel):
         4, alias="bytes", json_schema_extra={"enum": list(BYTE_SIZES)},
         description="b, bytes per number: 1 (int8), 2 (fp16 or bf16), 4 (fp32) or 8 (fp64); else 422 cost_bytes.",
     )
-    bias: bool = Field(True, description="Count the four bias vectors of W_q, W_k, W_v and W_o.")
+    bias: Annotated[bool, BeforeValidator(_true_or_false)] = Field(
+        True, description="true or false: count the four bias vectors of W_q, W_k, W_v and W_o.")
 
 
 class Formula(BaseModel):

@@ -150,6 +150,7 @@ def test_model_fixes_its_sizes(client):
     ({"seq_len": "100.0"}, "seq_len", "int_parsing"),
     ({"bytes": "fp16"}, "bytes", "int_parsing"),
     ({"bias": "maybe"}, "bias", "bool_parsing"),
+    ({"bias": "1"}, "bias", "bool_parsing"),  # the schema says boolean: true or false only
     ({"bytes_per_number": 2}, "bytes_per_number", "extra_forbidden"),
     ({"heads": 2}, "heads", "extra_forbidden"),
 ])
