@@ -33,6 +33,36 @@ class AnswerTooLarge(Exception):
         super().__init__(self.message)
 
 
+class UnknownJob(LookupError):
+    """A training job id this server never gave out (`evicted` False) or no longer keeps (True).
+
+    `part` says where the id was sent: "path" (the job's URL) or "body" (POST /iris/predict).
+    """
+
+    def __init__(self, job: str, part: str, evicted: bool = False, kept: int = 0) -> None:
+        self.type = "job_evicted" if evicted else "unknown_job"
+        self.part = part
+        if evicted:
+            self.message = (f"Job {job} is no longer kept (the server keeps its {kept} latest finished jobs); "
+                            "train again with POST /api/v1/iris/train")
+        else:
+            self.message = f"Unknown job {job}; start one with POST /api/v1/iris/train and use the id it answers"
+        super().__init__(self.message)
+
+
+class JobsBusy(Exception):
+    """As many training jobs run as the server allows; `retry_after` is the estimated wait in whole seconds."""
+
+    type = "jobs_busy"
+
+    def __init__(self, running: int, retry_after: int) -> None:
+        self.running = running
+        self.retry_after = retry_after
+        self.message = (f"{running} training jobs are running, the most this server runs at once; retry in about "
+                        f"{retry_after} s (the Retry-After header) or cancel one with DELETE /api/v1/iris/train/<job>")
+        super().__init__(self.message)
+
+
 class ClientGone(Exception):
     """The client disconnected before its queued model work started; the work was dropped."""
 
@@ -135,6 +165,19 @@ async def answer_too_large(request: Request, exc: Exception) -> JSONResponse:
     return _answer(413, exc.message, (), exc.message, exc.type, part=_part(request))
 
 
+async def unknown_job(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, UnknownJob)
+    return _answer(404, exc.message, ("job",), exc.message, exc.type, part=exc.part)
+
+
+async def jobs_busy(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, JobsBusy)
+    answer = _answer(429, exc.message, (), exc.message, exc.type,
+                     {"running": exc.running, "retry_after": exc.retry_after})
+    answer.headers["Retry-After"] = str(exc.retry_after)
+    return answer
+
+
 async def client_gone(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
 
@@ -156,3 +199,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(UnknownModel, unknown_model)
     app.add_exception_handler(TooManyTokens, too_many_tokens)
     app.add_exception_handler(AnswerTooLarge, answer_too_large)
+    app.add_exception_handler(UnknownJob, unknown_job)
+    app.add_exception_handler(JobsBusy, jobs_busy)

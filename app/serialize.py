@@ -21,10 +21,19 @@ import torch
 from fastapi import Response
 from pydantic import BaseModel
 
+from model import iris
 from model.positions import PositionTable
 from model.tokenizer import Token
 
 from .schemas import TokenInfo
+from .schemas.iris import (
+    CancelledEvent,
+    DoneEvent,
+    EpochEvent,
+    IrisDataResponse,
+    IrisTrace,
+    PredictResponse,
+)
 
 
 def tokens(items: list[Token]) -> list[TokenInfo]:
@@ -98,3 +107,33 @@ def u16_response(header: dict, blocks: list[torch.Tensor]) -> Response:
 def json_response(body: BaseModel) -> Response:
     """Serialize a response model with pydantic's JSON encoder (no second validation pass)."""
     return Response(body.model_dump_json(), media_type="application/json")
+
+
+def iris_event(report: iris.Report) -> tuple[str, str]:
+    """A training report as an event: (its name, its JSON data)."""
+    data: BaseModel
+    if isinstance(report, iris.EpochReport):
+        data = EpochEvent(epoch=report.epoch, epochs=report.epochs, loss=report.loss,
+                          train_accuracy=report.train_accuracy, test_accuracy=report.test_accuracy,
+                          attention=matrix(report.attention), seconds=report.seconds)
+        return "epoch", data.model_dump_json()
+    if isinstance(report, iris.DoneReport):
+        data = DoneEvent(epochs=report.epochs, train_accuracy=report.train_accuracy,
+                         test_accuracy=report.test_accuracy, confusion=report.confusion.tolist(),
+                         seconds=report.seconds)
+        return "done", data.model_dump_json()
+    return "cancelled", CancelledEvent(epoch=report.epoch).model_dump_json()
+
+
+def iris_data(data: iris.IrisData) -> IrisDataResponse:
+    return IrisDataResponse(features=list(iris.FEATURES), classes=list(iris.CLASSES), rows=matrix(data.rows),
+                            labels=data.labels.tolist(), train=data.train.tolist(), test=data.test.tolist(),
+                            mean=data.mean.tolist(), std=data.std.tolist())
+
+
+def iris_prediction(prediction: iris.Prediction) -> PredictResponse:
+    trace = prediction.trace
+    tensors = {name: steps(trace[name]) for name in ("weights", "biases")}
+    body = IrisTrace(**{**trace, **tensors, "steps": steps(trace["steps"])})
+    return PredictResponse(classes=list(iris.CLASSES), probabilities=prediction.probabilities.tolist(),
+                           predicted=iris.CLASSES[prediction.predicted], epoch=prediction.epoch, trace=body)

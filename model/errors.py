@@ -132,3 +132,27 @@ def checked_index(index: int, count: int, what: str, field: str) -> int:
     if not 0 <= index < count:
         raise IndexOutOfRange((field,), what, [index], count)
     return index
+
+
+# The Iris transformer's rules (model/iris.py): error type -> (the ctx keys its error carries, what breaks it).
+IRIS_RULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "iris_setting": (("min", "max"), "a training setting outside its range (the field is in loc)"),
+    "iris_optimizer": (("optimizer",), "an optimizer other than sgd and adam"),
+    "iris_features": (("count",), "features that are not 4 numbers (sepal length and width, petal length and width)"),
+    "iris_feature_range": (("min", "max"), "a measurement that is not a finite number of centimetres from min to max"),
+}
+
+
+class IrisInputError(InputError):
+    """A training setting or a flower's measurements the Iris transformer cannot take.
+
+    `type` is one of IRIS_RULES; `ctx` holds that rule's numbers, e.g. {"min": 1, "max": 2000} for epochs.
+    """
+
+    def __init__(self, type_: str, loc: Sequence[str | int], message: str, **ctx: int | float | str) -> None:
+        keys, _ = IRIS_RULES[type_]
+        if set(ctx) != set(keys):
+            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
+        super().__init__(loc, message)
+        self.type = type_
+        self.ctx = dict(ctx)

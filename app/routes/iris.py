@@ -2,6 +2,153 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import AsyncIterator
+from typing import Annotated
 
-router = APIRouter(prefix="/api/v1/iris", tags=["iris"])
+from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from model import iris
+
+from .. import serialize
+from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry, registry
+from ..schemas import documented_error, openapi_examples
+from ..schemas.iris import (
+    JOB_DOC,
+    JOB_PATTERN,
+    IrisDataResponse,
+    PredictRequest,
+    PredictResponse,
+    TrainAccepted,
+    TrainRequest,
+)
+
+router = APIRouter(
+    prefix="/api/v1/iris",
+    tags=["iris"],
+    responses={
+        422: documented_error("A field is invalid; `detail` says which and what to send instead, `errors` gives each "
+                              "field's path (`loc`) and the rule broken (`type`)."),
+    },
+)
+
+
+def _jobs(request: Request) -> JobRegistry:
+    return registry(request.app.state)
+
+
+Jobs = Annotated[JobRegistry, Depends(_jobs)]
+JobPath = Annotated[str, Path(pattern=JOB_PATTERN, description=JOB_DOC)]
+
+UNKNOWN_JOB = documented_error(
+    "No such job: never started on this server (`errors[0].type` `unknown_job`), or finished and no longer kept "
+    f"(`job_evicted`: the server keeps its {KEEP_FINISHED} latest finished jobs; train again)."
+)
+EVENTS_DOC = (
+    "Server-sent events (text/event-stream), each with an `id` (its index, from 0), an `event` name and JSON "
+    "`data`. First `epoch` with epoch 0 (the untrained network), then one `epoch` per epoch: {epoch (1-based), "
+    "epochs, loss (the mean training loss of the epoch), train_accuracy, test_accuracy (fractions), attention "
+    "(H x 4 x 4: head, query, key; the watched test flower's weights after the epoch), seconds (since training "
+    "started)}. Last, one of `done` {epochs, train_accuracy, test_accuracy, confusion (3 x 3 on the test split: "
+    "rows the true class, columns the predicted one), seconds}, `cancelled` {epoch: the last finished one} or "
+    "`error` {detail}; then the stream ends. A client that connects late gets every event from the start; with "
+    "a `Last-Event-ID` header (EventSource sends it when it reconnects) it gets the events after that id, and "
+    "204 when the job has finished and there are none (which tells EventSource not to reconnect)."
+)
+
+
+@router.post(
+    "/train",
+    status_code=202,
+    response_model=TrainAccepted,
+    summary="Start training the Iris transformer in the background",
+    description=(
+        "Trains the notes' network (Dense(4 -> 32) + ReLU -> 4 tokens of width 8 -> multi-head attention with E = 8, "
+        "H = 2 -> mean over the tokens -> Dense(8 -> 3) -> softmax cross-entropy) on the 120 training flowers with "
+        "attnscope's own backward, on a thread of its own. Answers at once with the job id and its event stream. "
+        f"At most {MAX_RUNNING} jobs train at once: another is answered 429 with a Retry-After header (seconds, "
+        "estimated from the running jobs' pace). The same settings and seed give the same numbers."
+    ),
+    responses={429: documented_error(
+        f"{MAX_RUNNING} jobs are training (`errors[0].type` `jobs_busy`, `ctx` {{running, retry_after}}); retry "
+        "after the Retry-After header's seconds, or cancel one."
+    )},
+)
+def train(req: Annotated[TrainRequest, Body(openapi_examples=openapi_examples(TrainRequest))],
+          jobs: Jobs) -> TrainAccepted:
+    job = jobs.start(iris.TrainConfig(**req.model_dump()))
+    return TrainAccepted(job=job.id, events=f"{router.prefix}/train/{job.id}/events")
+
+
+@router.get(
+    "/train/{job}/events",
+    response_class=EventSourceResponse,
+    summary="A training job's events, from the start",
+    description=EVENTS_DOC,
+    responses={
+        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": EVENTS_DOC},
+        204: {"description": "Last-Event-ID was the job's last event and the job has finished: nothing more."},
+        404: UNKNOWN_JOB,
+    },
+)
+async def events(job: JobPath, jobs: Jobs,
+                 last_event_id: Annotated[int | None, Header(ge=0, le=2**31 - 1, description=(
+                     "The id of the last event received; the stream goes on after it."))] = None) -> Response:
+    found = jobs.get(job, "path")
+    start = 0 if last_event_id is None else last_event_id + 1
+    if found.finished and start >= len(found.events):
+        return Response(status_code=204)
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        async for index, (name, data) in found.follow(start):
+            yield ServerSentEvent(data=data, event=name, id=str(index))
+
+    return EventSourceResponse(stream(), ping=15)
+
+
+@router.delete(
+    "/train/{job}",
+    status_code=204,
+    response_class=Response,
+    summary="Cancel a training job",
+    description="The job stops before its next batch and publishes `cancelled`; a finished job is left as it is. "
+    "Either way 204.",
+    responses={404: UNKNOWN_JOB},
+)
+def cancel(job: JobPath, jobs: Jobs) -> Response:
+    jobs.get(job, "path").cancel()
+    return Response(status_code=204)
+
+
+@router.post(
+    "/predict",
+    response_model=PredictResponse,
+    summary="Classify one flower with a job's network, and trace its attention",
+    description=(
+        "Standardises the four measurements with the training split's statistics and runs the job's network: the "
+        "class probabilities, the predicted class, and the attention layer's steps on this flower in the shape of "
+        "POST /api/v1/toy's answer (plus the biases). Uses the parameters after the job's latest finished epoch, "
+        "so it works while the job trains (epoch 0: untrained)."
+    ),
+    responses={404: documented_error(
+        "`job` is not a job of this server (`unknown_job`) or is no longer kept (`job_evicted`: train again)."
+    )},
+)
+def predict(req: Annotated[PredictRequest, Body(openapi_examples=openapi_examples(PredictRequest))],
+            jobs: Jobs) -> Response:
+    snapshot = jobs.get(req.job, "body").training.latest
+    return serialize.json_response(serialize.iris_prediction(iris.predict(snapshot, list(req.features))))
+
+
+@router.get(
+    "/data",
+    response_model=IrisDataResponse,
+    summary="The Iris data set and its fixed train/test split",
+    description=(
+        "The 150 flowers of Fisher's Iris data (1936): four measurements in cm and the species. The split is fixed "
+        "and stratified: 30 test flowers (10 per species, drawn with a seeded generator) and 120 training "
+        "flowers; `mean` and `std` are the training split's, with which the network's inputs are standardised."
+    ),
+)
+def data() -> IrisDataResponse:
+    return serialize.iris_data(iris.load())
