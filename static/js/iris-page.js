@@ -389,7 +389,7 @@ function markInvalid(name) {
   for (const [field, input] of Object.entries(fields)) input.setAttribute('aria-invalid', field === name ? 'true' : 'false');
 }
 
-const fieldLabel = (name) => t(`iris.field.${name}`);
+const fieldLabel = (name) => (has(`iris.field.${name}`) ? t(`iris.field.${name}`) : String(name));
 
 /** A refusal of the server in the page's words, from its status and each item's type and ctx. */
 function refusal(error) {

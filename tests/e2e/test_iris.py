@@ -223,7 +223,7 @@ def test_800_px_stacks_the_figures_without_overflow(page: Page):
 
 @pytest.mark.expect_http_errors(404)
 def test_a_link_to_a_training_the_server_does_not_know_says_so(page: Page):
-    page.goto("/iris?epochs=20&job=nosuchjob")
+    page.goto(f"/iris?epochs=20&job={'0' * 32}")  # well formed, never started
     expect(page.locator("#results")).to_have_attribute("data-run", "lost")
     expect(page.locator("#status")).to_have_text(
         "The server no longer knows this training (it may have restarted); press Train to start a new one."
