@@ -206,7 +206,9 @@ function drawTable(answer) {
     th.scope = 'row';
     th.append(element('div', 'cost-name-main', t(`cost.q.${name}`)), element('div', 'cost-name-hint', t(`cost.q.${name}.hint`)));
     const perLayer = cell(name, q.value, `${q.formula} = ${q.filled}`, 'layer');
+    perLayer.dataset.label = t('cost.table.perLayer');
     const total = cell(name, answer.total[name], `L · ${exact(q.value, LOCALE)} = ${exact(sizes.n_layers, LOCALE)} · ${exact(q.value, LOCALE)}`, 'total');
+    total.dataset.label = t('cost.table.total', { layers: exact(sizes.n_layers, LOCALE) });
     tr.append(th, perLayer, total);
     return tr;
   });
