@@ -48,10 +48,16 @@ DOCUMENTED_RULES = {
     "positions_odd_d_model": (422, "must be even"),
     "positions_learned_d_model": (422, "learned table is"),
     "positions_learned_length": (422, "learned positions"),
+    # GET /cost: rules between its parameters or on the model (model/cost.py COST_RULES)
+    "cost_heads_divide": (422, "does not divide d_model"),
+    "cost_not_exact": (422, "largest integer a JSON client keeps exact"),
+    "cost_model_sizes": (422, "is fixed by model"),
+    "cost_model_seq_len": (422, "takes at most"),
 }
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
               "additive", "hidden_keys", "positions"}
 POSITIONS_FIELDS = {"d_model", "length"}
+COST_FIELDS = {"d_model", "n_heads", "n_layers", "seq_len"}
 
 
 def documented_rule(status: int, body: object) -> str | None:
@@ -69,6 +75,8 @@ def documented_rule(status: int, body: object) -> str | None:
             return None
         if error["type"].startswith("positions_") and (len(loc) < 2 or loc[0] != "query"
                                                          or loc[1] not in POSITIONS_FIELDS):
+            return None
+        if error["type"].startswith("cost_") and (len(loc) < 2 or loc[0] != "query" or loc[1] not in COST_FIELDS):
             return None
         rules.add(error["type"])
     return ",".join(sorted(rules))
@@ -103,10 +111,10 @@ def api_schema(fuzz_server):
 # fuzzed with valid and with invalid data; those without inputs have no invalid data to send.
 OPERATIONS = [
     ("GET", "/api/v1/models"), ("POST", "/api/v1/attention"), ("POST", "/api/v1/attention/summary"),
-    ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("GET", "/api/v1/positions"), ("GET", "/healthz"),
-    ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/positions"),
+    ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
+    ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/positions"), ("GET", "/cost"),
 ]
-WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | {("GET", "/api/v1/positions")}
+WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | {("GET", "/api/v1/positions"), ("GET", "/api/v1/cost")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [
     (m, p, GenerationMode.NEGATIVE) for m, p in OPERATIONS if (m, p) in WITH_INPUTS
 ]
