@@ -115,7 +115,7 @@ const featureName = (name) => (has(`iris.feature.${slug(name)}`) ? t(`iris.featu
 const speciesName = (name) => (has(`iris.species.${slug(name)}`) ? t(`iris.species.${slug(name)}`) : String(name));
 const featureNames = () => data.features.map(featureName);
 const speciesNames = () => data.classes.map(speciesName);
-const measurements = (row) => row.map((value) => String(value)).join(', ');
+const measurements = (row) => row.map((value) => (Number.isInteger(value) ? value.toFixed(1) : String(value))).join(', '); // 4 cm as 4.0
 
 /** "#3 · versicolor · 5.9, 3.0, 4.2, 1.5 cm": a test flower as the select names it. */
 function flowerText(n) {

@@ -88,7 +88,7 @@ def test_a_training_is_drawn_event_by_event(page: Page, api):
     assert ticks == ["sepal length", "sepal width", "petal length", "petal width"]
     row = data["rows"][data["test"][3]]
     expect(page.locator("#iris-maps-flower")).to_contain_text(f"#3 · {data['classes'][data['labels'][data['test'][3]]]}")
-    expect(page.locator("#iris-maps-flower")).to_contain_text(", ".join(f"{v:g}" for v in row))
+    expect(page.locator("#iris-maps-flower")).to_contain_text(", ".join(f"{v:.1f}" for v in row))
 
     # Progress at 100 %, the confusion matrix of the 30 test flowers, the final accuracy.
     bar = page.get_by_role("progressbar")
