@@ -8,11 +8,12 @@
 // and the row buttons push one. A part of a link that cannot be read falls back to the example's
 // value, and the page says so. The server's refusals are named as the page labels its fields
 // (toy/errors.js); the last good result stays on screen, marked stale.
-import { ApiError, getToy } from './api.js';
+import { ApiError, getToy, getToyBackward } from './api.js';
 import { fromToy } from './figures/steps.js';
 import { $, createPage, createStatus, errorMessage, latestWins, Lru, setTitle, t } from './page.js';
 import { describeErrors, listOf } from './toy/errors.js';
 import { identityWeights, OPTION_DEFAULTS, readState, writeState } from './toy/url.js';
+import { createBackwardView } from './views/toy-backward.js';
 import { createMechanismViews } from './views/toy-mechanisms.js';
 import { createToySetup } from './views/toy-setup.js';
 import { createWalkthrough } from './views/walkthrough.js';
@@ -60,7 +61,7 @@ const guard = latestWins();
 const answers = new Lru(16); // request body (JSON) -> /toy answer: Back, Forward and Reset redraw at once
 
 let selection = { head: 0, query: 0, step: 'input' };
-let views = { compare: false, shuffle: false }; // the compare and shuffle panels, open or not (in the URL)
+let views = { compare: false, shuffle: false, backward: false }; // the panels under the walkthrough, open or not (in the URL)
 let shown = null; // what is drawn: {toy, causal, example} (example: the worked example, shown for a link that failed)
 
 /** The editors' setup as URL state, or null while some cell or the heads field is not a number. */
@@ -189,7 +190,12 @@ const mechanisms = createMechanismViews(
   { compare: $('compare-panel'), shuffle: $('shuffle-panel') },
   { load: (body) => answers.load(JSON.stringify(body), () => getToy(body)) },
 );
+const backwards = new Lru(16); // request body (JSON) -> /toy/backward answer
+const backward = createBackwardView($('backward-panel'), {
+  load: (body) => backwards.load(JSON.stringify(body), () => getToyBackward(body)),
+});
 const panels = {
+  backward: { toggle: $('backward-toggle'), body: $('backward-body'), show: 'toy.back.show', hide: 'toy.back.hide' },
   compare: { toggle: $('compare-toggle'), body: $('compare-grid'), show: 'toy.compare.show', hide: 'toy.compare.hide' },
   shuffle: { toggle: $('shuffle-toggle'), body: $('shuffle-body'), show: 'toy.perm.shuffle', hide: 'toy.perm.hide' },
 };
@@ -208,6 +214,7 @@ async function drawMechanisms(body, ticket) {
   lastBody = body;
   showPanels();
   try {
+    if (views.backward) await backward.draw(body, selection.head);
     if (views.compare) await mechanisms.drawCompare(body, selection.head);
     if (views.shuffle) await mechanisms.drawShuffle(body);
   } catch (error) {
@@ -228,7 +235,7 @@ for (const name of Object.keys(panels)) {
 async function render(state) {
   setup.fill(state);
   selection = { head: state.head, query: state.query, step: state.step };
-  views = { compare: Boolean(state.compare), shuffle: Boolean(state.shuffle) };
+  views = { compare: Boolean(state.compare), shuffle: Boolean(state.shuffle), backward: Boolean(state.backward) };
   const unreadable = state.unreadable ?? [];
   els.urlNote.hidden = unreadable.length === 0;
   els.urlNote.textContent = unreadable.length
@@ -250,6 +257,7 @@ async function choose(change) {
   Object.assign(selection, change);
   syncUrl();
   if (shown) await draw(shown.toy, shown.causal, shown.example);
+  if (views.backward && lastBody && 'head' in change) await backward.draw(lastBody, selection.head);
   if (views.compare && lastBody && 'head' in change) await mechanisms.drawCompare(lastBody, selection.head);
 }
 

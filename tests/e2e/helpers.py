@@ -60,6 +60,7 @@ NOTATION = {
     "API", "JSON", "PNG", "SVG", "CSV", "CLS", "SEP", "UNK", "PAD", "MASK", "MiniLM", "Transformer", "REST", "RoPE", "ALiBi", "Gumbel", "Gumbel-softmax", "Luong", "Bahdanau", "sin", "cos", "tanh", "max", "sum",
     "Adam", "SGD", "ReLU", "PyTorch",  # the Iris page: the optimizers' and the activation's own names
     "FlashAttention", "FLOPs", "Dao", "GPU", "ctx", "KiB", "MiB", "GiB", "TiB", "PiB",  # the cost page: names, units
+    "torch", "autograd",  # the /toy backward pass: the reference it is checked against (torch.autograd)
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside

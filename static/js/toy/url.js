@@ -6,7 +6,8 @@
 // value and is listed in `unreadable` (by its toy.name.* field), so the page can say so.
 // The mechanisms (see OPTIONS) follow the same rule:
 //   &variant=gumbel&temperature=0.5&seed=3&straight_through=1&d_keys=1&d_values=3&positions=rope&hidden=1,3
-// and so do the compare view (&compare=1) and the permutation demo (&shuffle=1). With d_keys or
+// and so do the compare view (&compare=1), the permutation demo (&shuffle=1) and the backward pass
+// (&backward=1). With d_keys or
 // d_values the weights' default is the rectangular identity of their shapes (widthsOf).
 import { STEPS } from '../figures/steps.js';
 import { indexParam } from '../page.js';
@@ -119,6 +120,7 @@ export function readState(params, example) {
     hidden: value('hidden', 'hidden_keys', indexList, D.hidden),
     compare: params.get('compare') === '1',
     shuffle: params.get('shuffle') === '1',
+    backward: params.get('backward') === '1',
     unreadable: unreadable.sort((a, b) => FIELD_ORDER.indexOf(a) - FIELD_ORDER.indexOf(b)),
     head: indexParam(params.get('head')),
     query: indexParam(params.get('query')),
@@ -150,6 +152,7 @@ export function writeState(state, example) {
   if (state.hidden?.length) params.set('hidden', state.hidden.join(','));
   if (state.compare) params.set('compare', '1');
   if (state.shuffle) params.set('shuffle', '1');
+  if (state.backward) params.set('backward', '1');
   if (state.head) params.set('head', String(state.head));
   if (state.query) params.set('query', String(state.query));
   if (state.step !== 'input') params.set('step', state.step);
