@@ -111,7 +111,13 @@ def test_stop_ends_a_long_training_early(page: Page, api):
     open_iris(page, "?epochs=2000")
     page.locator("#iris-train").click()
     expect(page.locator("#results")).to_have_attribute("data-run", "running")
-    page.wait_for_function("() => Number(document.getElementById('results').dataset.epoch) >= 1", timeout=TRAINING)
+    # Drawn while it trains: the curves have grown past epoch 0 and the maps left their uniform start.
+    page.wait_for_function(
+        """() => document.getElementById('results').dataset.run === 'running'
+                 && document.getElementById('plot-loss').data[0].y.length >= 2
+                 && document.getElementById('plot-head-0').data[0].z.flat().some((w) => w !== 0.25)""",
+        timeout=TRAINING,
+    )
     page.locator("#iris-stop").click()
     expect(page.locator("#results")).to_have_attribute("data-run", "cancelled", timeout=TRAINING)
     job = page.locator("#results").get_attribute("data-job")
