@@ -394,11 +394,12 @@ const fieldLabel = (name) => (has(`iris.field.${name}`) ? t(`iris.field.${name}`
 /** A refusal of the server in the page's words, from its status and each item's type and ctx. */
 function refusal(error) {
   if (!(error instanceof ApiError)) return errorMessage(error);
+  const items = Array.isArray(error.body?.errors) ? error.body.errors : [];
   if (error.status === 429) {
-    return error.retryAfter ? t('iris.error.busy', { seconds: error.retryAfter }) : t('iris.error.busyQuiet');
+    const wait = error.retryAfter ?? items.find((item) => item.type === 'jobs_busy')?.ctx?.retry_after;
+    return wait ? t('iris.error.busy', { seconds: wait }) : t('iris.error.busyQuiet');
   }
   if (error.status === 404) return t('iris.error.gone');
-  const items = Array.isArray(error.body?.errors) ? error.body.errors : [];
   if (error.status === 422 && items.length) {
     return items.map((item) => {
       const loc = (item.loc ?? []).map(String).filter((part) => part !== 'body');
