@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -39,7 +39,15 @@ def _jobs(request: Request) -> JobRegistry:
 
 Jobs = Annotated[JobRegistry, Depends(_jobs)]
 JobPath = Annotated[str, Path(pattern=JOB_PATTERN, description=JOB_DOC)]
+# An int defaulting to None rather than `int | None`: the schema then says "integer", not "integer or null"
+# (a header has no null; a fuzzer would send the text "null").
+LastEventId = Annotated[int, Header(ge=0, le=2**31 - 1, description="The id of the last event received (EventSource "
+                                    "sends it when it reconnects); the stream goes on after it.")]
 
+BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: documented_error("The body could not be read as UTF-8."),
+    413: documented_error("The request body is over the server's limit (ATTNSCOPE_MAX_BODY_BYTES, default 2 MB)."),
+}
 UNKNOWN_JOB = documented_error(
     "No such job: never started on this server (`errors[0].type` `unknown_job`), or finished and no longer kept "
     f"(`job_evicted`: the server keeps its {KEEP_FINISHED} latest finished jobs; train again)."
@@ -69,7 +77,7 @@ EVENTS_DOC = (
         f"At most {MAX_RUNNING} jobs train at once: another is answered 429 with a Retry-After header (seconds, "
         "estimated from the running jobs' pace). The same settings and seed give the same numbers."
     ),
-    responses={429: documented_error(
+    responses={**BODY_ERRORS, 429: documented_error(
         f"{MAX_RUNNING} jobs are training (`errors[0].type` `jobs_busy`, `ctx` {{running, retry_after}}); retry "
         "after the Retry-After header's seconds, or cancel one."
     )},
@@ -91,9 +99,7 @@ def train(req: Annotated[TrainRequest, Body(openapi_examples=openapi_examples(Tr
         404: UNKNOWN_JOB,
     },
 )
-async def events(job: JobPath, jobs: Jobs,
-                 last_event_id: Annotated[int | None, Header(ge=0, le=2**31 - 1, description=(
-                     "The id of the last event received; the stream goes on after it."))] = None) -> Response:
+async def events(job: JobPath, jobs: Jobs, last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
     found = jobs.get(job, "path")
     start = 0 if last_event_id is None else last_event_id + 1
     if found.finished and start >= len(found.events):
@@ -130,7 +136,7 @@ def cancel(job: JobPath, jobs: Jobs) -> Response:
         "POST /api/v1/toy's answer (plus the biases). Uses the parameters after the job's latest finished epoch, "
         "so it works while the job trains (epoch 0: untrained)."
     ),
-    responses={404: documented_error(
+    responses={**BODY_ERRORS, 404: documented_error(
         "`job` is not a job of this server (`unknown_job`) or is no longer kept (`job_evicted`: train again)."
     )},
 )
