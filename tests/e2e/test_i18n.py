@@ -19,6 +19,7 @@ PAGES = {
     "steps": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3",
     "toy": "/toy",
     "positions": "/positions",
+    "iris": "/iris",
     "cost": "/cost",
     "docs": "/docs",
 }
@@ -30,7 +31,7 @@ def wait_ready(page: Page, path: str) -> None:
         page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     elif path.startswith(("/steps?", "/toy")):
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
-    elif path in ("/positions", "/cost"):
+    elif path in ("/positions", "/iris", "/cost"):
         expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path))
     elif path == "/docs":
         expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
@@ -105,7 +106,7 @@ def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins
     expect(page.locator("#heatmap .gtitle")).to_have_text("第 4 层 · 第 7 头")
 
 
-@pytest.mark.parametrize("name", ["explorer", "steps", "toy", "positions", "cost", "docs"])
+@pytest.mark.parametrize("name", ["explorer", "steps", "toy", "positions", "iris", "cost", "docs"])
 def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
     page.set_viewport_size({"width": 390, "height": 800})
     path = PAGES[name]
