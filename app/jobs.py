@@ -155,13 +155,12 @@ class JobRegistry:
         self._jobs: OrderedDict[str, Job] = OrderedDict()  # in the order they started
         self._dropped: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-        self._closed = False
 
     def start(self, config: TrainConfig) -> Job:
         """Start a job; JobsBusy when max_running jobs are training."""
         with self._lock:
             running = [job for job in self._jobs.values() if not job.finished]
-            if len(running) >= self.max_running or self._closed:
+            if len(running) >= self.max_running:
                 wait = min((job.seconds_left() for job in running), default=1.0)
                 raise JobsBusy(len(running), max(1, round(wait)))
             job = Job(secrets.token_hex(16), config, self._finished)
@@ -193,7 +192,6 @@ class JobRegistry:
     def close(self, timeout: float = 10.0) -> None:
         """Cancel every running job and wait for their threads (each stops before its next batch)."""
         with self._lock:
-            self._closed = True
             jobs = list(self._jobs.values())
         for job in jobs:
             job.cancel()
