@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import Matrix, Stack, ToyMatrix, ToyRequest, ToyResponse, examples
 
+
 class ToyBackwardRequest(ToyRequest):
     model_config = ConfigDict(json_schema_extra=examples(
         {},

@@ -61,7 +61,8 @@ const guard = latestWins();
 const answers = new Lru(16); // request body (JSON) -> /toy answer: Back, Forward and Reset redraw at once
 
 let selection = { head: 0, query: 0, step: 'input' };
-let views = { compare: false, shuffle: false, backward: false }; // the panels under the walkthrough, open or not (in the URL)
+// The panels under the walkthrough, open or not, and the backward pass's upstream gradient (in the URL).
+let views = { compare: false, shuffle: false, backward: false, upstream: 'ones' };
 let shown = null; // what is drawn: {toy, causal, example} (example: the worked example, shown for a link that failed)
 
 /** The editors' setup as URL state, or null while some cell or the heads field is not a number. */
@@ -194,6 +195,12 @@ const backwards = new Lru(16); // request body (JSON) -> /toy/backward answer
 const backward = createBackwardView($('backward-panel'), {
   load: (body) => backwards.load(JSON.stringify(body), () => getToyBackward(body)),
 });
+const upstreamMode = $('backward-upstream-mode');
+upstreamMode.addEventListener('change', () => {
+  views = { ...views, upstream: upstreamMode.value };
+  syncUrl();
+  if (lastBody) drawMechanisms(lastBody, guard.begin());
+});
 const panels = {
   backward: { toggle: $('backward-toggle'), body: $('backward-body'), show: 'toy.back.show', hide: 'toy.back.hide' },
   compare: { toggle: $('compare-toggle'), body: $('compare-grid'), show: 'toy.compare.show', hide: 'toy.compare.hide' },
@@ -214,7 +221,7 @@ async function drawMechanisms(body, ticket) {
   lastBody = body;
   showPanels();
   try {
-    if (views.backward) await backward.draw(body, selection.head);
+    if (views.backward) await backward.draw(body, selection.head, { mode: views.upstream, query: selection.query });
     if (views.compare) await mechanisms.drawCompare(body, selection.head);
     if (views.shuffle) await mechanisms.drawShuffle(body);
   } catch (error) {
@@ -235,7 +242,11 @@ for (const name of Object.keys(panels)) {
 async function render(state) {
   setup.fill(state);
   selection = { head: state.head, query: state.query, step: state.step };
-  views = { compare: Boolean(state.compare), shuffle: Boolean(state.shuffle), backward: Boolean(state.backward) };
+  views = {
+    compare: Boolean(state.compare), shuffle: Boolean(state.shuffle), backward: Boolean(state.backward),
+    upstream: state.upstream ?? 'ones',
+  };
+  upstreamMode.value = views.upstream;
   const unreadable = state.unreadable ?? [];
   els.urlNote.hidden = unreadable.length === 0;
   els.urlNote.textContent = unreadable.length
@@ -257,7 +268,10 @@ async function choose(change) {
   Object.assign(selection, change);
   syncUrl();
   if (shown) await draw(shown.toy, shown.causal, shown.example);
-  if (views.backward && lastBody && 'head' in change) await backward.draw(lastBody, selection.head);
+  const upstreamMoved = 'query' in change && views.upstream === 'row';
+  if (views.backward && lastBody && ('head' in change || upstreamMoved)) {
+    await backward.draw(lastBody, selection.head, { mode: views.upstream, query: selection.query });
+  }
   if (views.compare && lastBody && 'head' in change) await mechanisms.drawCompare(lastBody, selection.head);
 }
 

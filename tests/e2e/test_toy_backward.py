@@ -137,3 +137,29 @@ def test_works_at_800_px(page: Page, api):
         assert box and box["width"] > 200 and box["x"] + box["width"] <= 800
     forward, gradient = (page.locator(f'[data-matrix="{n}"]').bounding_box() for n in ("fwd-scores", "grad-scores"))
     assert gradient["x"] > forward["x"]  # side by side, the gradient beside its forward value
+
+
+def test_the_upstream_gradient_can_be_one_querys_row(page: Page, api):
+    open_backward(page)
+    page.locator("#query-select").select_option("2")
+    with page.expect_request(lambda r: is_backward_post(r) and "upstream" in json.loads(r.post_data)) as sent:
+        page.select_option("#backward-upstream-mode", "row")
+    body = json.loads(sent.value.post_data)
+    row = [[1 if i == 2 else 0 for _ in range(4)] for i in range(4)]  # ones on q2's output row
+    assert body["upstream"] == row
+    page.wait_for_function(
+        "(want) => { const gd = document.querySelector('[data-matrix=\"grad-output\"]');"
+        " return gd && gd.data && JSON.stringify(gd.data[0].z) === JSON.stringify(want); }", arg=row,
+    )
+    wait_drawn(page)
+    answer = gradients(api, body)
+    assert answer["upstream_default"] is False
+    assert_figures_are(page, answer, head=0)
+    v = answer["gradients"]["v"][0]  # dV = Aᵀ·dctx: only q2's weights reach the values now
+    weights = answer["forward"]["steps"]["softmax"][0][2]
+    assert max(abs(v[j][c] - weights[j]) for j in range(4) for c in range(2)) <= 1e-12
+    expect(page.locator("#backward-upstream")).to_contain_text("q2")
+    assert "upstream=row" in page.url
+    page.reload()
+    wait_drawn(page)
+    expect(page.locator("#backward-upstream-mode")).to_have_value("row")

@@ -75,7 +75,14 @@ export function backwardSteps(answer, head) {
     ['scores', [pair('scores', `dS_${h}`, s.scores[h], `S_${h}`, g.scores[h], q, k)]],
     ['q', [pair('q', `dQ_${h}`, columns(s.project.q, h * dk, (h + 1) * dk), `Q_${h}`, g.q[h], q)]],
     ['k', [pair('k', `dK_${h}`, columns(s.project.k, h * dk, (h + 1) * dk), `K_${h}`, g.k[h], k)]],
-    ['weights', ['o', 'v', 'k', 'q'].map((w) => pair(`w_${w}`, `dW_${w}`, f.weights[w], `W_${w}`, g[`w_${w}`], null))],
+    ['weights', [
+      ...['o', 'v', 'k', 'q'].map((w) => pair(`w_${w}`, `dW_${w}`, f.weights[w], `W_${w}`, g[`w_${w}`], null)),
+      ...(g.additive_w_q ? [ // the additive scorer's own parameters, this head's
+        pair('additive_w_q', `d(add.W_q)_${h}`, f.additive.w_q[h], `add.W_q_${h}`, g.additive_w_q[h], null),
+        pair('additive_w_k', `d(add.W_k)_${h}`, f.additive.w_k[h], `add.W_k_${h}`, g.additive_w_k[h], null),
+        pair('additive_v', `d(add.v)_${h}`, [f.additive.v[h]], `add.v_${h}`, [g.additive_v[h]], ['']),
+      ] : []),
+    ]],
     ['biases', ['o', 'v', 'k', 'q'].map((w) => pair(`b_${w}`, `db_${w}`, null, null, [g[`b_${w}`]], ['']))],
     ['inputs', [
       pair('queries', 'dX_q', s.input.q, 'X_q', g.queries, q),
@@ -105,13 +112,14 @@ export function gradientRange(matrix, floor = 0) {
 }
 
 const CELL_PX = 26;
+const BAR_ROWS = 3; // a matrix of fewer rows is too short for a readable colour bar (its numbers are written)
 
 /** A gradient: diverging colours centred on 0 (purple negative, white 0, orange positive). */
 export function gradientFigure(p) {
   return matrixFigure({
     z: p.gradient, kind: 'signed', range: gradientRange(p.gradient, p.floor), rowLabels: p.rows, rowName: null,
     colLabels: p.cols, colName: null, cellPx: CELL_PX, showRowLabels: p.rows.some(Boolean),
-    colorbar: p.gradient.length > 1, // a one-row bias is too short for a colour bar; its numbers are written
+    colorbar: p.gradient.length >= BAR_ROWS,
   });
 }
 
@@ -119,7 +127,7 @@ export function gradientFigure(p) {
 export function forwardFigure(p) {
   return matrixFigure({
     z: p.forward, kind: p.weights ? 'weights' : 'signed', range: p.weights ? 1 : null, rowLabels: p.rows,
-    rowName: null, colLabels: p.cols, colName: null, cellPx: CELL_PX,
+    rowName: null, colLabels: p.cols, colName: null, cellPx: CELL_PX, colorbar: p.forward.length >= BAR_ROWS,
   });
 }
 

@@ -372,6 +372,11 @@ export default {
   "positions.alibiHead": "head {head} · m = {slope}",
 
   // ---- /toy backward pass ----
+  "toy.back.say.weights.additive": "Each projection's weight gradient is its input transposed times its output's gradient, summed over the rows: W_o, then W_v, W_k and W_q; then the additive scorer's own W_q, W_k and v of this head, through the tanh.",
+  "toy.name.upstream": "Upstream gradient",
+  "toy.back.mode.ones": "all ones",
+  "toy.back.mode.row": "only the chosen query's row",
+  "toy.back.upstreamRow": "Upstream gradient: ones on the row of {query}, zeros elsewhere: the gradient of the sum of that query's output alone.",
   "toy.back.heading": "Backward pass: every gradient, in reverse order",
   "toy.back.show": "Backward",
   "toy.back.hide": "Hide the backward pass",

@@ -372,6 +372,11 @@ export default {
   "positions.alibiHead": "第 {head} 头 · m = {slope}",
 
   // ---- /toy backward pass ----
+  "toy.back.say.weights.additive": "每个投影的权重梯度是它的输入的转置乘以它的输出的梯度，对各行求和：先 W_o，再 W_v、W_k 和 W_q；然后是此头加性打分器自己的 W_q、W_k 和 v，梯度穿过 tanh。",
+  "toy.name.upstream": "上游梯度",
+  "toy.back.mode.ones": "全为 1",
+  "toy.back.mode.row": "只有所选查询那一行",
+  "toy.back.upstreamRow": "上游梯度：{query} 那一行为 1，其余为 0，即只对该查询的输出之和求梯度。",
   "toy.back.heading": "反向传播：按相反顺序看每一个梯度",
   "toy.back.show": "反向传播",
   "toy.back.hide": "隐藏反向传播",

@@ -7,7 +7,7 @@
 // The mechanisms (see OPTIONS) follow the same rule:
 //   &variant=gumbel&temperature=0.5&seed=3&straight_through=1&d_keys=1&d_values=3&positions=rope&hidden=1,3
 // and so do the compare view (&compare=1), the permutation demo (&shuffle=1) and the backward pass
-// (&backward=1). With d_keys or
+// (&backward=1, with &upstream=row: the gradient of the chosen query's output row only). With d_keys or
 // d_values the weights' default is the rectangular identity of their shapes (widthsOf).
 import { STEPS } from '../figures/steps.js';
 import { indexParam } from '../page.js';
@@ -23,6 +23,7 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 export const VARIANTS = ['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel'];
 export const POSITIONS = ['none', 'sinusoidal', 'rope', 'alibi'];
+export const UPSTREAMS = ['ones', 'row']; // the backward pass's upstream gradient: all ones, or the chosen query's row
 const MAX_SEED = 2 ** 31 - 1;
 
 /** The mechanisms' defaults: what a URL without their parameters means (the server's defaults). */
@@ -57,7 +58,7 @@ const oneOf = (names) => (text) => (names.includes(text) ? text : null);
 const indexList = (text) => (/^\d{1,2}(,\d{1,2})*$/.test(text) ? [...new Set(text.split(',').map(Number))].sort((a, b) => a - b) : null);
 // The order the page lists unreadable parts in: as the setup panel shows them.
 const FIELD_ORDER = ['queries', 'keys', 'values', 'wq', 'wk', 'wv', 'wo', 'n_heads', 'causal', 'variant', 'temperature',
-  'seed', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys'];
+  'seed', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys', 'upstream'];
 const flag = (text) => ({ 1: true, 0: false })[text] ?? null;
 
 /** A matrix of numbers as URL text; String(x) reads back as exactly the same number. */
@@ -121,6 +122,7 @@ export function readState(params, example) {
     compare: params.get('compare') === '1',
     shuffle: params.get('shuffle') === '1',
     backward: params.get('backward') === '1',
+    upstream: value('upstream', 'upstream', oneOf(UPSTREAMS), 'ones'),
     unreadable: unreadable.sort((a, b) => FIELD_ORDER.indexOf(a) - FIELD_ORDER.indexOf(b)),
     head: indexParam(params.get('head')),
     query: indexParam(params.get('query')),
@@ -153,6 +155,7 @@ export function writeState(state, example) {
   if (state.compare) params.set('compare', '1');
   if (state.shuffle) params.set('shuffle', '1');
   if (state.backward) params.set('backward', '1');
+  if (state.upstream && state.upstream !== 'ones') params.set('upstream', state.upstream);
   if (state.head) params.set('head', String(state.head));
   if (state.query) params.set('query', String(state.query));
   if (state.step !== 'input') params.set('step', state.step);

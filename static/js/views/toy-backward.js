@@ -8,6 +8,14 @@ import { backwardSteps, forwardFigure, formatDiff, gradientFigure } from '../fig
 import { t } from '../i18n/index.js';
 import { releaseFigure, renderFigure } from './plot.js';
 
+/** Ones on the output row of `query`, zeros elsewhere (L × d_model, from the request's queries). */
+export function rowUpstream(body, query) {
+  const rows = body.queries.length;
+  const width = body.queries[0].length;
+  const q = Math.min(query, rows - 1);
+  return Array.from({ length: rows }, (_, i) => Array.from({ length: width }, () => (i === q ? 1 : 0)));
+}
+
 const CHECK_LIMIT = 1e-10; // the check passes when attnscope and autograd agree to this (relative)
 
 function element(tag, className, text) {
@@ -40,7 +48,7 @@ function figureBox(kind, p) {
 function sentence(id, answer) {
   const f = answer.forward;
   if (id === 'scores') return t(`toy.back.say.scores.${answer.flow}`, { scale: f.scale.toFixed(4) });
-  if ((id === 'q' || id === 'k') && f.variant === 'additive') return t(`toy.back.say.${id}.additive`);
+  if (['q', 'k', 'weights'].includes(id) && f.variant === 'additive') return t(`toy.back.say.${id}.additive`);
   if (id === 'inputs' && answer.gradients.input) return `${t('toy.back.say.inputs')} ${t('toy.back.selfAttention')}`;
   return t(`toy.back.say.${id}`);
 }
@@ -60,9 +68,10 @@ export function createBackwardView(root, { load }) {
     list.replaceChildren();
   }
 
-  function say(answer) {
-    upstream.replaceChildren(t(answer.upstream_default ? 'toy.back.upstreamOnes' : 'toy.back.upstreamGiven'), ' ',
-      notation('dL/dY'));
+  function say(answer, { mode, query }) {
+    const words = answer.upstream_default ? t('toy.back.upstreamOnes')
+      : mode === 'row' ? t('toy.back.upstreamRow', { query: `q${query}` }) : t('toy.back.upstreamGiven');
+    upstream.replaceChildren(words, ' ', notation('dL/dY'));
     const { max_abs_diff: diff, max_rel_diff: rel, compared } = answer.check;
     const ok = rel <= CHECK_LIMIT;
     check.textContent = `${ok ? '✓' : '✗'} ${t(ok ? 'toy.back.check' : 'toy.back.checkFailed', {
@@ -79,11 +88,15 @@ export function createBackwardView(root, { load }) {
     note.dataset.flow = answer.flow;
   }
 
-  /** Draw the backward pass of `body` for `head`. */
-  async function draw(body, head) {
+  /**
+   * Draw the backward pass of `body` for `head`. The upstream gradient: all ones (`mode` "ones"),
+   * or ones on the row of `query` and zeros elsewhere (`mode` "row": the gradient of that query's
+   * output alone).
+   */
+  async function draw(body, head, { mode = 'ones', query = 0 } = {}) {
     root.setAttribute('aria-busy', 'true');
-    const answer = await load(body);
-    say(answer);
+    const answer = await load(mode === 'row' ? { ...body, upstream: rowUpstream(body, query) } : body);
+    say(answer, { mode, query });
     clear();
     const drawing = [];
     backwardSteps(answer, head).forEach((step, index) => {
