@@ -198,24 +198,3 @@ class JobRegistry:
         deadline = time.monotonic() + timeout
         for job in jobs:
             job.thread.join(max(0.0, deadline - time.monotonic()))
-
-
-_REGISTRY_LOCK = threading.Lock()
-
-
-def registry(state: object) -> JobRegistry:
-    """The app's job registry (app.state.iris_jobs), made on first use."""
-    with _REGISTRY_LOCK:
-        jobs = getattr(state, "iris_jobs", None)
-        if jobs is None:
-            jobs = JobRegistry()
-            setattr(state, "iris_jobs", jobs)  # noqa: B010 (starlette's State takes any attribute)
-        assert isinstance(jobs, JobRegistry)
-        return jobs
-
-
-def close(state: object) -> None:
-    """Cancel the app's running jobs, if it ever made a registry (call when the app's lifespan ends)."""
-    jobs = getattr(state, "iris_jobs", None)
-    if isinstance(jobs, JobRegistry):
-        jobs.close()

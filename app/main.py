@@ -13,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 
 from . import errors
 from .hub import ModelHub, StartupError
+from .jobs import JobRegistry
 from .memory import return_large_buffers_to_the_os
 from .middleware import BodyLimit, SecurityHeaders
 from .routes import api, iris, lab, pages, service
@@ -32,7 +33,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except StartupError as exc:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise
+        app.state.iris_jobs = JobRegistry()
         yield
+        app.state.iris_jobs.close()  # running trainings stop before their next batch
         app.state.hub.close()
 
     app = FastAPI(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -11,7 +11,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from model import iris
 
 from .. import serialize
-from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry, registry
+from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry
 from ..schemas import documented_error, openapi_examples
 from ..schemas.iris import (
     JOB_DOC,
@@ -34,7 +34,7 @@ router = APIRouter(
 
 
 def _jobs(request: Request) -> JobRegistry:
-    return registry(request.app.state)
+    return cast(JobRegistry, request.app.state.iris_jobs)
 
 
 Jobs = Annotated[JobRegistry, Depends(_jobs)]

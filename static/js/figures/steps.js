@@ -79,6 +79,7 @@ export function fromToy(toy, { causal = false } = {}) {
     layer: null,
     steps: toy.steps,
     soft: toy.soft ?? null, // hard, sample, gumbel: the softmax the one-hot weights came from, [h][L][S]
+    biased: Boolean(toy.biases), // the Iris layer's trace carries its biases; the toy's are zero
   };
 }
 
@@ -273,9 +274,9 @@ function inputStep(T, c) {
     };
   }
   const { q, k, v } = T.steps.input;
+  const beside = numbersFit(c, 1 / 3, T.dModel); // else stacked, so that every cell keeps room for its number
   return {
-    columns: 'repeat(3, minmax(0, 1fr))',
-    areas: ['q k v'],
+    ...(beside ? { columns: 'repeat(3, minmax(0, 1fr))', areas: ['q k v'] } : { columns: 'minmax(0, 1fr)', areas: ['q', 'k', 'v'] }),
     overview: overview(c, q),
     items: [
       plot('q', 'input-q', t('walk.cap.inputQ', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
@@ -291,12 +292,13 @@ function inputStep(T, c) {
 function projectStep(T, c) {
   const P = T.steps.project;
   const toy = T.source === 'toy';
+  const bias = (m) => (toy && !T.biased ? '' : ` + b_${m}`);
   const formula = {
-    q: toy ? 'Q = X_q·W_q' : 'Q = X·W_q + b_q',
-    k: toy ? 'K = X_k·W_k' : 'K = X·W_k + b_k',
-    v: toy ? 'V = X_v·W_v' : 'V = X·W_v + b_v',
+    q: `Q = ${toy ? 'X_q' : 'X'}·W_q${bias('q')}`,
+    k: `K = ${toy ? 'X_k' : 'X'}·W_k${bias('k')}`,
+    v: `V = ${toy ? 'X_v' : 'X'}·W_v${bias('v')}`,
   };
-  const beside = c.size.small || (c.windowed && c.width >= 1000);
+  const beside = (c.size.small && numbersFit(c, 1 / 3, T.dModel)) || (c.windowed && c.width >= 1000);
   const items = ['q', 'k', 'v'].map((m) => {
     const [win, rows, n] = m === 'q' ? [c.rows, c.qRows, c.L] : [c.keys, c.kRows, c.S];
     const z = m === 'q' ? c.Q(P[m]) : c.K(P[m]);
@@ -547,12 +549,12 @@ function outputStep(T, c) {
   const C = T.steps.concat;
   const O = T.steps.output;
   const toy = T.source === 'toy';
-  const beside = c.size.small || (c.windowed && c.width >= 1000);
+  const beside = (c.size.small && numbersFit(c, 0.42, T.dModel)) || (c.windowed && c.width >= 1000);
   const cell = c.size.small ? c.size.wide : beside ? 13 : Math.max(5, Math.round(c.size.wide * 0.85));
   const items = [
     plot('c', 'output-concat', t('walk.cap.outputConcat', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
       matrixFigure({ z: c.Q(C), ...c.qRows, rowName: T.tokenName, cellPx: cell, slots: T.dHead, range: signedRange(C) })),
-    op('op', toy ? '· W_o =' : '· W_o + b_o ='),
+    op('op', toy && !T.biased ? '· W_o =' : '· W_o + b_o ='),
     plot('o', 'output', t(toy ? 'walk.cap.outputToy' : 'walk.cap.output', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
       matrixFigure({ z: c.Q(O), ...c.qRows, rowName: T.tokenName, cellPx: cell, highlights: [c.rowQ], range: signedRange(O) })),
   ];
