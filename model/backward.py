@@ -334,16 +334,27 @@ def autograd_gradients(setup: ToySetup, upstream: Tensor) -> dict[str, Tensor | 
     return grads
 
 
+REL_FLOOR = 1e-6  # relative differences are taken against at least this fraction of the largest gradient
+
+
 def compare(mine: dict[str, Tensor], reference: dict[str, Tensor | None]) -> dict[str, Any]:
-    """The largest |mine − reference| over every gradient the reference has, and relative to its size."""
+    """The largest |mine − reference| over every gradient the reference has, and relative to its size.
+
+    The size of a gradient is its max |reference|, but at least REL_FLOOR times the largest gradient's:
+    a gradient that is zero in exact arithmetic (the key bias's: softmax ignores a shift of a whole
+    row of scores) holds only rounding, and dividing rounding by rounding says nothing.
+    """
+    pairs = {name: (mine[name].detach(), None if ref is None else ref.detach()) for name, ref in reference.items()}
+    sizes = {name: float(ref.abs().max()) if ref is not None and ref.numel() else 0.0
+             for name, (_, ref) in pairs.items()}
+    floor = REL_FLOOR * max(sizes.values(), default=0.0)
     worst_abs, worst_rel, worst_name = 0.0, 0.0, ""
-    for name, ref in reference.items():
-        got = mine[name].detach()
-        ref_t = torch.zeros_like(got) if ref is None else ref.detach()
+    for name, (got, ref) in pairs.items():
+        ref_t = torch.zeros_like(got) if ref is None else ref
         diff = float((got - ref_t).abs().max()) if got.numel() else 0.0
-        size = float(ref_t.abs().max()) if got.numel() else 0.0
         if diff > worst_abs:
             worst_abs, worst_name = diff, name
+        size = max(sizes[name], floor)
         if size > 0:
             worst_rel = max(worst_rel, diff / size)
     return {"max_abs_diff": worst_abs, "max_rel_diff": worst_rel, "worst": worst_name or None,
