@@ -95,7 +95,15 @@ export function createBackwardView(root, { load }) {
    */
   async function draw(body, head, { mode = 'ones', query = 0 } = {}) {
     root.setAttribute('aria-busy', 'true');
-    const answer = await load(mode === 'row' ? { ...body, upstream: rowUpstream(body, query) } : body);
+    try {
+      return await drawAnswer(await load(mode === 'row' ? { ...body, upstream: rowUpstream(body, query) } : body),
+        head, { mode, query });
+    } finally {
+      root.setAttribute('aria-busy', 'false');
+    }
+  }
+
+  async function drawAnswer(answer, head, { mode, query }) {
     say(answer, { mode, query });
     clear();
     const drawing = [];
@@ -120,7 +128,6 @@ export function createBackwardView(root, { load }) {
       list.append(item);
     });
     await Promise.all(drawing.flat().map(({ plot, figure }) => renderFigure(plot, figure, { modeBar: false })));
-    root.setAttribute('aria-busy', 'false');
     return answer;
   }
 
