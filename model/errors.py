@@ -54,6 +54,7 @@ TOY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "toy_additive_variant": (("variant",), "additive parameters with a variant other than additive"),
     "toy_additive_shape": (("shape", "want"), "additive parameters whose shape is not w_q, w_k: n_heads x d_keys x "
                            "d_attn and v: n_heads x d_attn (d_attn: w_q's last axis)"),
+    "toy_additive_width": (("width", "n_heads", "max"), "additive parameters with n_heads x d_attn over max"),
     "toy_hidden_key": (("key", "keys"), "a hidden key index outside 0..keys-1"),
     "toy_sinusoidal_odd": (("d_model",), "sinusoidal positions with an odd d_model (sin and cos columns pair up)"),
     "toy_rope_odd": (("d_keys",), "RoPE with an odd d_keys (it rotates pairs of dimensions)"),

@@ -154,6 +154,11 @@ def additive_parameters(given: Mapping[str, object] | None, n_heads: int, d_keys
             tensors[name] = None
     w_q = tensors["w_q"]
     d_attn = int(w_q.shape[-1]) if w_q is not None and w_q.dim() == 3 else d_keys
+    if n_heads * d_attn > MAX_SIDE:  # the scorer's tanh layer is (H, T, S, d_attn): bounded like the heads' widths
+        raise ToyShapeError("toy_additive_width", ("additive", "w_q"),
+                            f"additive.w_q is {d_attn} wide (d_attn) with {n_heads} heads, {n_heads * d_attn} in all; "
+                            f"send d_attn from 1 to {MAX_SIDE // n_heads}", width=n_heads * d_attn, n_heads=n_heads,
+                            max=MAX_SIDE)
     want = {"w_q": (n_heads, d_keys, d_attn), "w_k": (n_heads, d_keys, d_attn), "v": (n_heads, d_attn)}
     for name, shape in want.items():
         t = tensors[name]

@@ -145,9 +145,10 @@ class ToyWeights(StrictRequest):
 class ToyAdditive(StrictRequest):
     """Bahdanau parameters per head: scores_ij = v_h^T tanh(q_i W_q[h] + k_j W_k[h]) on the split q and k."""
 
-    w_q: list[list[list[FiniteNumber]]] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn.")
-    w_k: list[list[list[FiniteNumber]]] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn.")
-    v: list[list[FiniteNumber]] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_attn.")
+    w_q: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn; n_heads x d_attn "
+                                 f"at most {TOY_MAX_SIDE}.")
+    w_k: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn.")
+    v: ToyMatrix = Field(description="n_heads x d_attn.")
 
 
 def _check_temperature(value: float) -> float:

@@ -42,8 +42,8 @@ DOCUMENTED_RULES = {
     **{rule: (422, "") for rule in ("toy_no_queries", "toy_ragged", "toy_columns", "toy_value_rows",
                                     "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape", "toy_weight_widths",
                                     "toy_head_width", "toy_straight_through", "toy_additive_variant",
-                                    "toy_additive_shape", "toy_hidden_key", "toy_sinusoidal_odd", "toy_rope_odd",
-                                    "toy_upstream_shape")},
+                                    "toy_additive_shape", "toy_additive_width", "toy_hidden_key", "toy_sinusoidal_odd",
+                                    "toy_rope_odd", "toy_upstream_shape")},
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
     # GET /positions: rules between its parameters or on the model (model/positions.py POSITION_RULES)
     "positions_odd_d_model": (422, "must be even"),
