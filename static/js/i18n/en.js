@@ -129,7 +129,7 @@ export default {
   "step.concat.body": "The {nHeads} heads' outputs are placed side by side again, giving back d_model columns; head {head} fills its own slot.",
   "step.output.label": "Output",
   "step.output.title": "Output projection",
-  "step.output.body": "A last linear map W_o mixes the heads' information. The result is then added to the input (residual) and normalised.",
+  "step.output.body": "A last linear map W_o mixes the heads' information. In a transformer block the result is then added to the input (residual) and normalised; the toy and the Iris layer stop here.",
   "step.note.noMask": "Nothing is hidden for this input: every query sees every key, so this step changes no number.",
   "step.note.causal": "Causal mask: query i may only look at keys 0…i, so everything right of the diagonal is hidden.",
   // ---- walkthrough (/steps and /toy) ----
@@ -485,6 +485,7 @@ export default {
   "iris.network.body": "A dense layer turns the four standardised measurements into 32 numbers, ReLU keeps the positive ones, and the 32 are cut into 4 tokens of E = 8 numbers. One self-attention layer with H = 2 heads of 4 dimensions (with biases) lets every token look at the other three; the 4 outputs are averaged, and a dense layer 8 → 3 gives one score per species, turned into probabilities by softmax.",
   "iris.network.training": "Training minimises the softmax cross-entropy on the 120 training flowers, in mini-batches, with SGD or Adam. Every gradient (dense, ReLU, attention, mean, loss) comes from attnscope’s own backward pass, checked against torch autograd in its tests; the 30 test flowers are never trained on.",
   "iris.loss.heading": "Loss",
+  "iris.loss.log": "logarithmic scale",
   "iris.loss.hint": "Mean cross-entropy on the training flowers, averaged over each epoch’s mini-batches (epoch 0: the untrained network; ln 3 ≈ 1.10 is a uniform guess).",
   "iris.loss": "loss",
   "iris.lossAxis": "cross-entropy",
@@ -526,7 +527,6 @@ export default {
   "iris.walk.token": "Token",
 
   // ---- /cost page ----
-  "iris.loss.log": "logarithmic scale",
   "cost.controls": "Sizes",
   "cost.dModel": "Width d_model",
   "cost.heads": "Heads",

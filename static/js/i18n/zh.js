@@ -129,7 +129,7 @@ export default {
   "step.concat.body": "把 {nHeads} 个头的输出重新并排拼接，恢复成 d_model 列；第 {head} 个头占据属于自己的位置。",
   "step.output.label": "输出",
   "step.output.title": "输出投影",
-  "step.output.body": "最后一个线性变换 W_o 把各头的信息混合起来；之后再与输入做残差相加并归一化。",
+  "step.output.body": "最后一个线性变换 W_o 把各头的信息混合起来；在 Transformer 块中，结果随后与输入做残差相加并归一化；小例子和鸢尾花模型的注意力层到此为止。",
   "step.note.noMask": "这个输入没有需要遮住的位置：每个查询都能看到所有键，所以这一步不改变任何数值。",
   "step.note.causal": "因果掩码：第 i 个查询只能看到第 0…i 个键，对角线右侧全部被遮住。",
   // ---- walkthrough (/steps and /toy) ----
@@ -485,6 +485,7 @@ export default {
   "iris.network.body": "一个全连接层把标准化后的四项测量值变成 32 个数，ReLU 保留其中的正值，再把这 32 个数切成 4 个词元，每个 E = 8 个数。一层自注意力有 H = 2 个头，每头 4 维（带偏置），让每个词元都能看到另外三个；4 个输出取平均后，经全连接层 8 → 3 得到每个品种的分数，再由 softmax 变成概率。",
   "iris.network.training": "训练在 120 朵训练花上以小批量最小化 softmax 交叉熵，优化器为 SGD 或 Adam。每一个梯度（全连接、ReLU、注意力、平均、损失）都来自 attnscope 自己的反向传播，并在测试中与 PyTorch 的自动求导对照；30 朵测试花从不参与训练。",
   "iris.loss.heading": "损失",
+  "iris.loss.log": "对数坐标",
   "iris.loss.hint": "训练花上的平均交叉熵，按每轮各小批量取平均（第 0 轮为未训练的网络；均匀猜测为 ln 3 ≈ 1.10）。",
   "iris.loss": "损失",
   "iris.lossAxis": "交叉熵",
@@ -526,7 +527,6 @@ export default {
   "iris.walk.token": "词元",
 
   // ---- /cost page ----
-  "iris.loss.log": "对数坐标",
   "cost.controls": "尺寸",
   "cost.dModel": "宽度 d_model",
   "cost.heads": "头数",
