@@ -18,6 +18,7 @@ PAGES = {
     "explorer (Chinese text)": f"/?text={quote(CHINESE)}",
     "steps": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3",
     "toy": "/toy",
+    "toy (backward)": "/toy?backward=1&variant=hard&positions=rope",
     "positions": "/positions",
     "iris": "/iris",
     "cost": "/cost",
@@ -31,6 +32,8 @@ def wait_ready(page: Page, path: str) -> None:
         page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     elif path.startswith(("/steps?", "/toy")):
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
+        if "backward=1" in path:
+            expect(page.locator("#backward-panel")).to_have_attribute("aria-busy", "false")
     elif path in ("/positions", "/iris", "/cost"):
         expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path))
     elif path == "/docs":
