@@ -173,6 +173,11 @@ export function createStatus({ status = $('status'), loading = $('loading'), reg
       this.busy(false);
       show(errorMessage(error), true);
     },
+    /** An error the page words itself (from a status or an error type, never from prose); as error(). */
+    problem(message) {
+      this.busy(false);
+      show(message, true);
+    },
   };
 }
 
