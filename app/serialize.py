@@ -70,8 +70,7 @@ def tensors(named: dict) -> dict:
 
 def position_table(table: PositionTable) -> dict[str, list | None]:
     """A positional encoding's tensors as JSON-ready lists, None for those its kind lacks."""
-    tensors = {"matrix": table.matrix, "angles": table.angles, "bias": table.bias, "slopes": table.slopes}
-    return {name: None if t is None else matrix(t) for name, t in tensors.items()}
+    return tensors({"matrix": table.matrix, "angles": table.angles, "bias": table.bias, "slopes": table.slopes})
 
 
 def maps_json(blocks: list[torch.Tensor]) -> list:
@@ -133,7 +132,7 @@ def iris_data(data: iris.IrisData) -> IrisDataResponse:
 
 def iris_prediction(prediction: iris.Prediction) -> PredictResponse:
     trace = prediction.trace
-    tensors = {name: steps(trace[name]) for name in ("weights", "biases")}
-    body = IrisTrace(**{**trace, **tensors, "steps": steps(trace["steps"])})
+    parameters = {name: steps(trace[name]) for name in ("weights", "biases")}
+    body = IrisTrace(**{**trace, **parameters, "steps": steps(trace["steps"])})
     return PredictResponse(classes=list(iris.CLASSES), probabilities=prediction.probabilities.tolist(),
                            predicted=iris.CLASSES[prediction.predicted], epoch=prediction.epoch, trace=body)

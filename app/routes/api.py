@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any
 
@@ -16,6 +17,7 @@ from model.toy import run_toy
 from .. import serialize
 from ..deps import AttentionInput, ClientLeft, Hub, Resolved, SettingsDep, SummaryInput, ToyInput, TraceInput
 from ..errors import refuse_over_cap
+from ..hub import ModelHub
 from ..schemas import (
     AttentionResponse,
     Encoding,
@@ -200,17 +202,17 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> R
     ),
 )
 def toy(req: ToyInput, hub: Hub, gone: ClientLeft) -> Response:
-    result = hub.run(_toy_call(run_toy, req), req.queries, req.keys, req.values, req.n_heads,
-                     req.weights.model_dump(exclude_none=True) if req.weights else None, req.causal, gone=gone)
-    return serialize.json_response(_toy_body(result))
+    return serialize.json_response(_toy_body(_run_toy(run_toy, req, hub, gone)))
 
 
-def _toy_call(run: Any, req: ToyRequest, **more: Any) -> Any:
-    """run_toy or run_toy_backward with a toy request's options bound."""
+def _run_toy(run: Any, req: ToyRequest, hub: ModelHub, gone: Callable[[], bool], **more: Any) -> Any:
+    """run_toy or run_toy_backward on the model worker, with every field of a toy request."""
+    weights = req.weights.model_dump(exclude_none=True) if req.weights else None
     additive = req.additive.model_dump() if req.additive else None
-    return partial(run, variant=req.variant, temperature=req.temperature, seed=req.seed,
-                   straight_through=req.straight_through, d_keys=req.d_keys, d_values=req.d_values,
-                   additive=additive, positions=req.positions, hidden_keys=req.hidden_keys, **more)
+    bound = partial(run, variant=req.variant, temperature=req.temperature, seed=req.seed,
+                    straight_through=req.straight_through, d_keys=req.d_keys, d_values=req.d_values,
+                    additive=additive, positions=req.positions, hidden_keys=req.hidden_keys, **more)
+    return hub.run(bound, req.queries, req.keys, req.values, req.n_heads, weights, req.causal, gone=gone)
 
 
 def _toy_body(result: dict[str, Any]) -> ToyResponse:
@@ -255,9 +257,7 @@ ToyBackwardInput = Annotated[ToyBackwardRequest, Body(openapi_examples=openapi_e
                                      "field (`loc`), the rule (`type`) and its numbers (`ctx`).")},
 )
 def toy_backward(req: ToyBackwardInput, hub: Hub, gone: ClientLeft) -> Response:
-    run = _toy_call(run_toy_backward, req, upstream=req.upstream)
-    result = hub.run(run, req.queries, req.keys, req.values, req.n_heads,
-                     req.weights.model_dump(exclude_none=True) if req.weights else None, req.causal, gone=gone)
+    result = _run_toy(run_toy_backward, req, hub, gone, upstream=req.upstream)
     body = ToyBackwardResponse(
         forward=_toy_body(result["forward"]), gradients=serialize.tensors(result["gradients"]),
         check=result["check"], flow=result["flow"], note=result["note"],
