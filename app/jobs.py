@@ -145,7 +145,6 @@ class Job:
                 await wake.wait()
 
 
-
 class JobRegistry:
     """The server's training jobs: at most `max_running` at once, the `keep` latest finished ones kept."""
 
