@@ -93,8 +93,7 @@ def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryR
                  blocks: list[torch.Tensor]) -> Response:
     if encoding is Encoding.u16:
         return serialize.u16_response({**fields, "tokens": [t.model_dump() for t in fields["tokens"]]}, blocks)
-    body = response.model_construct(**fields, attention=serialize.maps_json(blocks))  # no re-validation of 10^6 floats
-    return serialize.json_response(body)
+    return serialize.maps_json_response(response, fields, blocks)
 
 
 @router.post(
