@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import orjson
 import torch
 from fastapi import Response
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from model import iris
@@ -86,11 +88,21 @@ def maps_json_response(response: type[BaseModel], fields: dict[str, Any], blocks
     Every field but `attention` is serialised by the response model itself (same keys, same order, same
     forms); `attention`, the per-layer (heads, query, key) tensors as one (layer, head, query, key)
     array, is written by orjson from the float32 buffers: no Python float per weight, no pydantic pass
-    over 10^6 numbers. Numbers as in the module docstring.
+    over 10^6 numbers. Numbers as in the module docstring. The body streams one layer at a time, so the
+    first layers travel while the next ones are written.
     """
-    head = response.model_construct(**fields, attention=[]).model_dump(mode="json")
-    head["attention"] = [np.ascontiguousarray(b.numpy()) for b in blocks]  # orjson wants C-contiguous arrays
-    return Response(orjson.dumps(head, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
+    head = orjson.dumps(response.model_construct(**fields, attention=[]).model_dump(mode="json"))
+    if not head.endswith(b',"attention":[]}'):
+        raise TypeError(f"{response.__name__}: `attention` must be its last field")
+
+    def body() -> Iterator[bytes]:
+        yield head[: -len(b"]}")]
+        for i, block in enumerate(blocks):  # orjson wants C-contiguous arrays
+            layer = orjson.dumps(np.ascontiguousarray(block.numpy()), option=orjson.OPT_SERIALIZE_NUMPY)
+            yield b"," + layer if i else layer
+        yield b"]}"
+
+    return StreamingResponse(body(), media_type="application/json")
 
 
 MAGIC = b"ATN1"
