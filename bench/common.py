@@ -54,19 +54,31 @@ def free_port() -> int:
 
 
 class TextMaker:
-    """Fresh texts of an exact token count, so that no cache can stand in for the work."""
+    """Fresh texts of an exact token count, so that no cache can stand in for the work.
 
-    def __init__(self, seed: int = 0) -> None:
+    Each text is words drawn at random (seeded) from WORDS, or with `vocabulary=True` from the ~21,700
+    whole lowercase words of the model's vocabulary; every text a TextMaker returns differs from all the
+    ones it returned before (checked)."""
+
+    def __init__(self, seed: int = 0, vocabulary: bool = False) -> None:
         from model.pretrained import minilm_dir
         from model.tokenizer import Tokenizer
 
         self.tokenizer = Tokenizer(minilm_dir() / "tokenizer.json", max_tokens=10_000)
-        self.words = sorted({w for w in WORDS if len(self.tokenizer.encode(w)) == 3})  # [CLS] w [SEP]
+        if vocabulary:  # a whole word of the vocabulary is one WordPiece token; text() checks the count
+            pool = {w for w in self.tokenizer._raw.get_vocab() if w.isascii() and w.isalpha() and w.islower()
+                    and len(w) >= 2}
+        else:
+            pool = {w for w in WORDS if len(self.tokenizer.encode(w)) == 3}  # [CLS] w [SEP]
+        self.words = sorted(pool)
         self.rng = random.Random(seed)
+        self.seen: set[str] = set()
 
     def text(self, n_tokens: int) -> str:
         text = " ".join(self.rng.choice(self.words) for _ in range(n_tokens - 2))
         assert len(self.tokenizer.encode(text)) == n_tokens
+        assert text not in self.seen, "a text repeated: the cache would answer it"
+        self.seen.add(text)
         return text
 
 
@@ -75,8 +87,8 @@ class Server:
 
     STARTUP_TIMEOUT_S = 60
 
-    def __init__(self, **env: str) -> None:
-        self.port = free_port()
+    def __init__(self, port: int | None = None, **env: str) -> None:
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "ATTNSCOPE_TORCH_THREADS": str(THREADS), **env}
         self.proc: subprocess.Popen | None = None
@@ -142,6 +154,35 @@ class Server:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS")
+
+
+def cpu_ns(pid: int | str = "self", skip: set[int] | None = None) -> int:
+    """CPU time (ns) all threads of process `pid` have run so far, except the thread ids in `skip`."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        if skip and int(task.name) in skip:
+            continue
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
+            pass
+    return total
+
+
+def settle_s(pid: int | str = "self", skip: set[int] | None = None, quiet_s: float = 1.0,
+             window_s: float = 0.005, busy: float = 0.2, limit_s: float = 10.0) -> float:
+    """Waits until process `pid`'s threads (but those in `skip`) have been idle for `quiet_s`, and returns
+    the seconds from the call to the end of the last `window_s` window in which they used more than
+    `busy` of one core (0.0: idle from the start). Gives up after `limit_s`."""
+    t0 = time.perf_counter()
+    last_busy, prev, t_prev = 0.0, cpu_ns(pid, skip), 0.0
+    while t_prev < limit_s and t_prev - last_busy < quiet_s:
+        time.sleep(window_s)
+        cur, t = cpu_ns(pid, skip), time.perf_counter() - t0
+        if cur - prev > busy * (t - t_prev) * 1e9:
+            last_busy = t
+        prev, t_prev = cur, t
+    return last_busy
 
 
 def load_hf():

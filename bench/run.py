@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import platform
 import sys
 import time
@@ -12,14 +13,15 @@ import torch
 
 from bench.common import THREADS
 
-SECTIONS = ["server_cost", "startup", "page_load", "throughput", "load"]
+SECTIONS = ["server_cost", "json_answer", "startup", "page_load", "throughput", "load"]
 
 
 def main(names: list[str]) -> None:
     header = (
         f"# attnscope benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')} · {platform.machine()} · "
         f"torch {torch.__version__} · {THREADS} torch threads on both sides · ratios are attnscope / reference "
-        "measured in the same run\n\n"
+        "measured in the same run · load average at the start "
+        f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n\n"
     )
     print(header)
     parts = [header]
@@ -28,6 +30,8 @@ def main(names: list[str]) -> None:
     out = Path(__file__).with_name("results.md")
     out.write_text("\n".join(parts), encoding="utf-8")
     print(f"written to {out}")
+    if any("check FAILED" in part for part in parts):
+        raise SystemExit("a reference check FAILED (see above): the ratios of this run are not trustworthy")
 
 
 if __name__ == "__main__":
