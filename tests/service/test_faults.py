@@ -123,7 +123,13 @@ def test_sigterm_finishes_in_flight_requests_and_exits_cleanly(tmp_path):
     threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
     for t in threads:
         t.start()
-    time.sleep(0.3)  # the requests are in flight
+    # SIGTERM once the server has read all three: each is queued for the model worker or answered
+    # (a fixed sleep raced with a busy machine, where the third had not even connected yet)
+    with httpx.Client(base_url=server.base, timeout=10) as probe:
+        deadline = time.monotonic() + 60
+        while len(results) + probe.get("/healthz").json()["jobs"]["queued"] < 3:
+            assert time.monotonic() < deadline, "the three requests never reached the server"
+            time.sleep(0.01)
     server.proc.send_signal(signal.SIGTERM)
     for t in threads:
         t.join()
