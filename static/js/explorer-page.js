@@ -3,6 +3,8 @@
 // (`query` is the token a click on the large map chose: "Step through this head" opens /steps at it).
 // Only what is on screen is downloaded: the grid from max-pooled summaries (at most 64 x 64 a head),
 // the selected head at full resolution, both in the compact u16 encoding.
+// The grid is canvases: it needs no Plotly, and plotly.js (4.8 MB) is added only once the grid is
+// on screen (or the intro is), for the large map of the selected head.
 import { getAttentionCompact, getSummaryCompact } from './api.js';
 import { toRows } from './compact.js';
 import { tokenLabel } from './figures/axes.js';
@@ -11,7 +13,7 @@ import {
   $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, Lru, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
-import { renderHeatmap } from './views/heatmap.js';
+import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
 import { createOverview } from './views/overview.js';
 import { renderTokens } from './views/tokens.js';
 
@@ -92,6 +94,12 @@ const overview = createOverview($('overview'), {
   colourRamp: $('colour-ramp'),
 });
 
+/** The large map's view (views/heatmap.js), once plotly.js has run. */
+const heatmapView = () => loadPlotly().then(() => import('./views/heatmap.js'));
+
+/** Resolves after the next frame is painted. */
+const afterPaint = () => new Promise((resolve) => { requestAnimationFrame(() => setTimeout(resolve, 0)); });
+
 let shown = null; // {key, state}: what the results area shows; head and query choices start from it
 const guard = latestWins();
 
@@ -131,6 +139,7 @@ async function render(state) {
     els.intro.hidden = false;
     status.info();
     setTitle('page.explorer');
+    preloadPlotly(); // ready for the first sentence
     return;
   }
 
@@ -144,6 +153,7 @@ async function render(state) {
     result = await fetchOverview(state);
   } catch (error) {
     if (guard.current(ticket)) status.error(error); // the last good result stays
+    preloadPlotly(); // ready for the next sentence
     return;
   }
   if (!guard.current(ticket)) return;
@@ -159,7 +169,8 @@ async function render(state) {
 
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the container
-  if (!shown || shown.key !== key) drawSentence(result);
+  const newSentence = !shown || shown.key !== key;
+  if (newSentence) drawSentence(result);
   shown = { key, state: fixed };
   overview.select(fixed.layer, fixed.head);
   els.layer.value = String(fixed.layer);
@@ -167,9 +178,13 @@ async function render(state) {
   drawQuery(result, fixed);
   setTitle('page.explorer', state.text);
 
+  const headMap = fetchHead(fixed); // downloads while the grid is painted
+  headMap.catch(() => {}); // awaited below (no unhandled rejection meanwhile)
   let matrix;
+  let view;
   try {
-    matrix = await fetchHead(fixed);
+    if (newSentence) await afterPaint(); // the grid first: parsing plotly.js holds the main thread
+    [matrix, view] = await Promise.all([headMap, heatmapView()]);
   } catch (error) {
     if (guard.current(ticket)) status.error(error);
     return;
@@ -180,7 +195,7 @@ async function render(state) {
     tokens: result.tokens, matrix, layer: fixed.layer, head: fixed.head, query: fixed.query,
     size: els.heatmap.clientWidth,
   });
-  await renderHeatmap(els.heatmap, figure, { text: state.text, layer: fixed.layer, head: fixed.head });
+  await view.renderHeatmap(els.heatmap, figure, { text: state.text, layer: fixed.layer, head: fixed.head });
   status.info(t('explorer.summary', {
     tokens: result.tokens.length, layers: result.layers.length, heads: result.heads.length, model: result.model,
   }));
