@@ -9,8 +9,13 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from bench.common import CHROMIUM, CHROMIUM_ARGS, Server
+
+# expect() waits until its condition holds; on a busy 2-core machine a cold page (plotly.js loads after
+# the grid) can need more than Playwright's default 5 s. A bound on waiting, not a timing assertion.
+expect.set_options(timeout=15_000)
 
 # Collects CSP violations in the page (window.__cspViolations) and reports each one to
 # the test at once, so violations in a document that has since navigated away count too.
