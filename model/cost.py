@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InputError
+from .errors import RuleError
 
 # Limits of one request. An answer's numbers must also stay at most MAX_EXACT, the largest integer
 # a JSON client that reads numbers as float64 (JavaScript) keeps exact: at the largest sizes the
@@ -56,16 +56,10 @@ COST_RULES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-class CostError(InputError):
+class CostError(RuleError):
     """A cost request whose numbers do not fit together; `loc` names the field, `type` is one of COST_RULES."""
 
-    def __init__(self, type_: str, field: str, message: str, **ctx: int | float | str) -> None:
-        keys, _ = COST_RULES[type_]
-        if set(ctx) != set(keys):
-            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
-        super().__init__((field,), message)
-        self.type = type_
-        self.ctx = dict(ctx)
+    rules = COST_RULES
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ path (`loc`) is a path into the request, without the web layer's "body" prefix:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 Ctx = dict[str, int | float | str]  # an error's numbers and names, e.g. {"values": 3, "keys": 4}
 
@@ -25,6 +25,24 @@ class InputError(ValueError):
         super().__init__(message)
         self.loc: tuple[str, ...] = tuple(str(part) for part in loc)
         self.message = message
+
+
+class RuleError(InputError):
+    """An input that breaks one of a table of named rules (`rules`: type -> (its ctx keys, what breaks it)).
+
+    `ctx` must hold exactly that rule's numbers, so a client can word the problem itself. `loc` is the
+    field's path, or one field name.
+    """
+
+    rules: Mapping[str, tuple[tuple[str, ...], str]] = {}
+
+    def __init__(self, type_: str, loc: Sequence[str | int] | str, message: str, **ctx: int | float | str) -> None:
+        keys, _ = self.rules[type_]
+        if set(ctx) != set(keys):
+            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
+        super().__init__((loc,) if isinstance(loc, str) else loc, message)
+        self.type = type_
+        self.ctx = dict(ctx)
 
 
 # The toy's rules: error type -> (the ctx keys its error carries, what breaks it). The /toy route
@@ -68,20 +86,13 @@ BACKWARD_RULES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-class ToyShapeError(InputError):
+class ToyShapeError(RuleError):
     """A toy matrix or setting that does not fit the others (sizes, n_heads, limits).
 
-    `type` is one of TOY_RULES (or BACKWARD_RULES); `ctx` holds that rule's numbers (e.g. {"values": 3, "keys": 4}),
-    so a client can word the problem itself.
+    `type` is one of TOY_RULES (or BACKWARD_RULES); `ctx` holds that rule's numbers (e.g. {"values": 3, "keys": 4}).
     """
 
-    def __init__(self, type_: str, loc: Sequence[str | int], message: str, **ctx: int | float | str) -> None:
-        keys, _ = TOY_RULES[type_] if type_ in TOY_RULES else BACKWARD_RULES[type_]
-        if set(ctx) != set(keys):
-            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
-        super().__init__(loc, message)
-        self.type = type_
-        self.ctx = dict(ctx)
+    rules = {**TOY_RULES, **BACKWARD_RULES}
 
 
 class IndexOutOfRange(InputError):
@@ -144,16 +155,10 @@ IRIS_RULES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-class IrisInputError(InputError):
+class IrisInputError(RuleError):
     """A training setting or a flower's measurements the Iris transformer cannot take.
 
     `type` is one of IRIS_RULES; `ctx` holds that rule's numbers, e.g. {"min": 1, "max": 2000} for epochs.
     """
 
-    def __init__(self, type_: str, loc: Sequence[str | int], message: str, **ctx: int | float | str) -> None:
-        keys, _ = IRIS_RULES[type_]
-        if set(ctx) != set(keys):
-            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
-        super().__init__(loc, message)
-        self.type = type_
-        self.ctx = dict(ctx)
+    rules = IRIS_RULES

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .errors import InputError
+from .errors import RuleError
 
 if TYPE_CHECKING:
     from .pretrained import PretrainedEncoder
@@ -134,16 +134,10 @@ POSITION_RULES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-class PositionsError(InputError):
+class PositionsError(RuleError):
     """A positions request the tables cannot take; `loc` names a query parameter, `type` is one of POSITION_RULES."""
 
-    def __init__(self, type_: str, field: str, message: str, **ctx: int | float | str) -> None:
-        keys, _ = POSITION_RULES[type_]
-        if set(ctx) != set(keys):
-            raise TypeError(f"{type_} carries ctx {sorted(keys)}, not {sorted(ctx)}")
-        super().__init__((field,), message)
-        self.type = type_
-        self.ctx = dict(ctx)
+    rules = POSITION_RULES
 
 
 @dataclass(frozen=True)
