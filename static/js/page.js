@@ -236,3 +236,14 @@ export function createRunForm({ onSubmit, status }) {
 }
 
 export const range = (n) => Array.from({ length: n }, (_, i) => i);
+
+/** Fill a <select> with one option per label (its index as the value, the label as text) and pick `value`. */
+export function fillSelect(select, labels, value) {
+  select.replaceChildren(...labels.map((text, index) => {
+    const option = document.createElement('option');
+    option.value = String(index);
+    option.textContent = text;
+    return option;
+  }));
+  select.value = String(value);
+}

@@ -10,7 +10,7 @@
 // (toy/errors.js); the last good result stays on screen, marked stale.
 import { ApiError, getToy, getToyBackward } from './api.js';
 import { fromToy } from './figures/steps.js';
-import { $, createPage, createStatus, errorMessage, latestWins, Lru, setTitle, t } from './page.js';
+import { $, createPage, createStatus, errorMessage, fillSelect, latestWins, Lru, setTitle, t } from './page.js';
 import { describeErrors, listOf } from './toy/errors.js';
 import { identityWeights, OPTION_DEFAULTS, readState, writeState } from './toy/url.js';
 import { createBackwardView } from './views/toy-backward.js';
@@ -113,16 +113,6 @@ const walkthrough = createWalkthrough({
     syncUrl();
   },
 });
-
-function fillSelect(select, labels, value) {
-  select.replaceChildren(...labels.map((text, index) => {
-    const option = document.createElement('option');
-    option.value = String(index);
-    option.textContent = text;
-    return option;
-  }));
-  select.value = String(value);
-}
 
 function summary(data) {
   const parts = [

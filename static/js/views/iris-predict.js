@@ -8,21 +8,11 @@ import { attentionFigure, probabilitiesFigure } from '../figures/iris.js';
 import { fromToy } from '../figures/steps.js';
 import { t } from '../i18n/index.js';
 import { featureNames, measurements, percent, refusal, speciesName } from '../iris/words.js';
-import { createStatus } from '../page.js';
+import { createStatus, fillSelect } from '../page.js';
 import { renderFigure } from './plot.js';
 import { createWalkthrough } from './walkthrough.js';
 
 const MAX_FEATURE = 100; // cm, the server's limit for a typed measurement
-
-function fillSelect(select, labels, value) {
-  select.replaceChildren(...labels.map((text, index) => {
-    const option = document.createElement('option');
-    option.value = String(index);
-    option.textContent = text;
-    return option;
-  }));
-  select.value = String(value);
-}
 
 /**
  * @param {{data: () => object, trained: () => string|null, drawData: (typed: number[]) => Promise<unknown>}} options
