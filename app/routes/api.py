@@ -27,6 +27,7 @@ from ..schemas import (
     ToyResponse,
     TraceResponse,
     documented_error,
+    documented_rules,
     openapi_examples,
 )
 from ..schemas.backward import ToyBackwardRequest, ToyBackwardResponse
@@ -197,7 +198,7 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> R
         "`hidden_keys` hides those keys from every query, beside `causal`. A broken rule is answered 422 with "
         "`errors[0].loc` naming the field, row or cell, e.g. `[\"body\", \"values\"]` or "
         "`[\"body\", \"queries\", \"1\"]`, `errors[0].type` naming the rule and `errors[0].ctx` its numbers: "
-        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in TOY_RULES.items()) + "."
+        + documented_rules(TOY_RULES) + "."
     ),
 )
 def toy(req: ToyInput, hub: Hub, gone: ClientLeft) -> Response:
@@ -248,7 +249,7 @@ ToyBackwardInput = Annotated[ToyBackwardRequest, Body(openapi_examples=openapi_e
         "sinusoidal table is added to the inputs, so the inputs' gradient passes through it; the mask (causal, "
         "hidden keys, ALiBi's bias) is a constant and hidden entries get zero gradient. Errors are those of "
         "/api/v1/toy (422 with `errors[0].type` one of its rules), and: "
-        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in BACKWARD_RULES.items())
+        + documented_rules(BACKWARD_RULES)
         + "; a non-finite or too large upstream number is `finite_number` or `toy_magnitude` at its cell."
     ),
     responses={422: documented_error("A field is invalid or does not fit the others (the /toy rules, or "

@@ -12,7 +12,7 @@ from model.positions import MAX_D_MODEL, MAX_HEADS, MAX_LENGTH, POSITION_RULES, 
 from .. import serialize
 from ..deps import Hub, SettingsDep
 from ..errors import refuse_over_cap
-from ..schemas import PositionKind, PositionsQuery, PositionsResponse, documented_error
+from ..schemas import PositionKind, PositionsQuery, PositionsResponse, documented_error, documented_rules
 from ..schemas.cost import CostQuery, CostResponse
 
 DEFAULT_D_MODEL = 64  # the width of a sinusoidal or RoPE table when the query names none
@@ -43,7 +43,7 @@ router = APIRouter(
         f"D = `d_model` ≤ {MAX_D_MODEL}, default {DEFAULT_D_MODEL} (learned: the model's). Rules between the "
         "parameters or on the model, which the schema cannot state, answered 422 with `errors[0].loc` naming the "
         "parameter, `errors[0].type` the rule and `errors[0].ctx` its numbers: "
-        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in POSITION_RULES.items())
+        + documented_rules(POSITION_RULES)
         + ". `model`, when given, is an id of GET /api/v1/models, else 404 (`unknown_model`). An answer over the "
         "JSON cap (ATTNSCOPE_MAX_JSON_VALUES, e.g. alibi at 64 heads x 512 x 512) is refused before it is "
         "built: 413 (`answer_too_large`)."
@@ -83,7 +83,7 @@ def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: Set
         f"is an exact integer of at most 2^53 - 1 = {MAX_EXACT} (what a JSON client reading float64 keeps "
         "exact). Rules between the parameters, answered 422 with `errors[0].loc` naming the parameter, "
         "`errors[0].type` the rule and `errors[0].ctx` its numbers: "
-        + "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in COST_RULES.items())
+        + documented_rules(COST_RULES)
         + ". `model`, when given, is an id of GET /api/v1/models, else 404 (`unknown_model`)."
     ),
     responses={404: documented_error("Unknown model; `detail` names the models that exist.")},

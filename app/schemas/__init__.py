@@ -392,6 +392,11 @@ def documented_error(description: str) -> dict[str, Any]:
     return {"model": ErrorResponse, "description": description}
 
 
+def documented_rules(rules: dict[str, tuple[tuple[str, ...], str]]) -> str:
+    """A rule table (type -> (its ctx keys, what breaks it)) as a route description lists it."""
+    return "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in rules.items())
+
+
 class PositionKind(StrEnum):
     sinusoidal = "sinusoidal"
     rope = "rope"
