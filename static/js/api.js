@@ -224,3 +224,42 @@ export function getCost({ d_model, n_heads, seq_len, batch, n_layers, bytes, bia
 export function getToyBackward(body = {}) {
   return requestJson('/api/v1/toy/backward', postJson(body));
 }
+
+// ---- analysis of the real model (aggregate, metrics, contributions) ----
+
+/**
+ * POST /api/v1/aggregate: per layer the mean over heads, or attention rollout (Abnar & Zuidema 2020).
+ * @param {{text: string, text_pair?: string|null, model?: string|null, kind?: 'mean'|'rollout',
+ *          residual?: number}} request residual: the identity's share in rollout (0 <= residual < 1)
+ * @returns {Promise<{model: string, tokens: object[], kind: string, residual: number|null,
+ *   layers: number[], maps: number[][][]}>} maps is (layer, query, key)
+ */
+export function getAggregate({ text, text_pair = null, model = null, kind = 'mean', residual = 0.5 }) {
+  return requestJson('/api/v1/aggregate', postJson({ text, text_pair, model, kind, residual }));
+}
+
+/**
+ * POST /api/v1/metrics: per layer and head entropy, distance and the shares to [CLS], [SEP], self,
+ * the previous and next token and punctuation, plus labels from stated thresholds.
+ * @param {{text: string, text_pair?: string|null, model?: string|null}} request
+ * @returns {Promise<{model: string, tokens: object[], n_layers: number, n_heads: number,
+ *   metrics: Object<string, number[][]>, labels: string[][][],
+ *   thresholds: Object<string, {metric: string, op: string, value: number}>, source: string}>}
+ *   metrics[name][layer][head]; labels[layer][head] is a list of label names
+ */
+export function getMetrics({ text, text_pair = null, model = null }) {
+  return requestJson('/api/v1/metrics', postJson({ text, text_pair, model }));
+}
+
+/**
+ * POST /api/v1/contributions: Kobayashi et al. 2020's norms ||a_ij f_h(x_j)|| per head, and per
+ * layer the norm of the sum over heads.
+ * @param {{text: string, text_pair?: string|null, model?: string|null,
+ *          layers?: number[]|null, heads?: number[]|null}} request
+ * @returns {Promise<{model: string, tokens: object[], layers: number[], heads: number[],
+ *   contributions: number[][][][], layer_sum: number[][][]}>} contributions is (layer, head, query,
+ *   key); layer_sum is (layer, query, key) over all heads of the layer
+ */
+export function getContributions({ text, text_pair = null, model = null, layers = null, heads = null }) {
+  return requestJson('/api/v1/contributions', postJson({ text, text_pair, model, layers, heads }));
+}
