@@ -90,19 +90,22 @@ export function getAttention({ text, text_pair = null, model = null, layers = nu
 
 /**
  * POST /api/v1/attention?encoding=u16: the same maps in two bytes a weight (error at most 7.7e-6).
+ * `edit` ({layer, heads, temperature, hidden_keys, ablate}, or null) recomputes that layer's heads and every
+ * later layer with the edit (sent only when given).
  * @returns {Promise<{header: object, maps: Float32Array[][]}>} header holds tokens, layers, heads, shape
  */
-export function getAttentionCompact({ text, text_pair = null, model = null, layers = null, heads = null }) {
-  return requestCompact('/api/v1/attention', { text, text_pair, model, layers, heads });
+export function getAttentionCompact({ text, text_pair = null, model = null, layers = null, heads = null, edit = null }) {
+  return requestCompact('/api/v1/attention', { text, text_pair, model, layers, heads, ...(edit ? { edit } : {}) });
 }
 
 /**
  * POST /api/v1/attention/summary?encoding=u16: every map max-pooled to at most size x size, for
- * overviews (display summaries: rows no longer sum to 1; header.bins gives each cell's token range).
+ * overviews (display summaries: rows no longer sum to 1; header.bins gives each cell's token range);
+ * `edit` as for getAttentionCompact.
  * @returns {Promise<{header: object, maps: Float32Array[][]}>}
  */
-export function getSummaryCompact({ text, text_pair = null, model = null, size = 64 }) {
-  return requestCompact('/api/v1/attention/summary', { text, text_pair, model, size });
+export function getSummaryCompact({ text, text_pair = null, model = null, size = 64, edit = null }) {
+  return requestCompact('/api/v1/attention/summary', { text, text_pair, model, size, ...(edit ? { edit } : {}) });
 }
 
 /**
