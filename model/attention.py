@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from .trace import LayerRecorder
+
+if TYPE_CHECKING:
+    from .analysis import Edit
 
 
 def project(x: torch.Tensor, linear: nn.Linear) -> torch.Tensor:
@@ -70,6 +74,30 @@ def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return weights @ v  # (B, H, T, Dh)
 
 
+def head_factor(n_heads: int, heads: list[int], value: float) -> torch.Tensor:
+    """(1, H, 1, 1): `value` for the chosen heads, 1 for the others (broadcasts over (B, H, T, S))."""
+    factor = torch.ones(1, n_heads, 1, 1)
+    factor[0, heads] = value
+    return factor
+
+
+def temper_scores(scaled: torch.Tensor, heads: list[int], temperature: float) -> torch.Tensor:
+    """An edit: the chosen heads' scaled scores divided by the temperature (a new tensor; x / 1 is x)."""
+    return scaled / head_factor(scaled.shape[1], heads, temperature)  # (B, H, T, S)
+
+
+def hide_keys(masked: torch.Tensor, heads: list[int], keys: list[int]) -> torch.Tensor:
+    """An edit: keys hidden from every query of the chosen heads (-inf added; a new tensor)."""
+    hidden = torch.zeros(1, masked.shape[1], 1, masked.shape[-1])  # (1, H, 1, S)
+    hidden[0, torch.tensor(heads)[:, None], 0, torch.tensor(keys)[None, :]] = float("-inf")
+    return masked + hidden  # (B, H, T, S)
+
+
+def ablate_heads(mixed: torch.Tensor, heads: list[int]) -> torch.Tensor:
+    """An edit: the chosen heads' weighted sums zeroed (a new tensor)."""
+    return mixed * head_factor(mixed.shape[1], heads, 0.0)  # (B, H, T, Dv)
+
+
 def causal_mask(t: int, s: int | None = None) -> torch.Tensor:
     """Additive mask hiding key j from query i when j > i (top-left aligned)."""
     s = t if s is None else s
@@ -119,9 +147,15 @@ class MultiHeadAttention(nn.Module):
         values: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         record: LayerRecorder | None = None,
+        edit: Edit | None = None,
     ) -> torch.Tensor:
         """x: (B, T, D) inputs of the queries; keys, values: (B, S, D) inputs of the
-        keys and values. keys default to x (self-attention), values to keys."""
+        keys and values. keys default to x (self-attention), values to keys.
+
+        `edit` (model/analysis.py Edit, meant for this layer) changes its heads: the temperature divides
+        their scaled scores (the `scale` step shows the result), hidden keys are added to the mask (the
+        `mask` step), ablation zeroes their weighted sums (the `weighted_sum` step). Temperature 1, no
+        hidden keys and no ablation leave every number as it is without an edit."""
         keys = x if keys is None else keys
         values = keys if values is None else values
         rec = record or NO_RECORD
@@ -139,12 +173,20 @@ class MultiHeadAttention(nn.Module):
         scores = self.score(qh, kh)  # (B, H, T, S)
         rec("scores", scores)
         scaled = scale_scores(scores, self.scale, in_place=not rec.wants("scores"))
+        edited = [] if edit is None else edit.head_index(self.n_heads)
+        if edit is not None and edit.temperature != 1.0:
+            scaled = temper_scores(scaled, edited, edit.temperature)
         rec("scale", scaled)
         masked = apply_mask(scaled, mask)
+        hiding = edit is not None and bool(edit.hidden_keys)
+        if edit is not None and hiding:
+            masked = hide_keys(masked, edited, list(edit.hidden_keys))
         rec("mask", masked)
-        weights = self.weigh(masked, mask is not None)  # (B, H, T, S)
+        weights = self.weigh(masked, mask is not None or hiding)  # (B, H, T, S)
         rec("softmax", weights)
         mixed = weighted_sum(weights, vh)  # (B, H, T, Dv)
+        if edit is not None and edit.ablate:
+            mixed = ablate_heads(mixed, edited)
         rec("weighted_sum", mixed)
         joined = merge_heads(mixed)  # (B, T, H*Dv)
         rec("concat", joined)

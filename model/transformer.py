@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
@@ -11,6 +11,9 @@ from torch.nn import functional as F
 from .attention import MultiHeadAttention
 from .config import EncoderConfig
 from .trace import LayerRecorder, Trace
+
+if TYPE_CHECKING:
+    from .analysis import Edit
 
 
 class Embeddings(nn.Module):
@@ -42,9 +45,10 @@ class EncoderBlock(nn.Module):
         self.ff_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None,
+        edit: Edit | None = None,
     ) -> torch.Tensor:
-        x = self.attention_norm(x + self.attention(x, mask=mask, record=record))  # (B, T, D)
+        x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit))  # (B, T, D)
         hidden = F.gelu(self.ff_in(x))  # (B, T, d_ff)
         out: torch.Tensor = self.ff_norm(x + self.ff_out(hidden))  # (B, T, D)
         return out
@@ -61,15 +65,23 @@ class Encoder(nn.Module):
 
     @torch.inference_mode()
     def forward(
-        self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None
+        self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None,
+        edit: Edit | None = None,
     ) -> torch.Tensor:
-        """ids, segments: (B, T) int64. Records into `trace` when one is given."""
+        """ids, segments: (B, T) int64. Records into `trace` when one is given.
+
+        `edit` (model/analysis.py) changes heads of its layer; every later layer runs on the edited
+        hidden state, and the layers before it are computed exactly as without an edit. Its indices are
+        checked against this model and input first (domain errors, loc under "edit")."""
         if ids.shape[1] > self.cfg.max_positions:
             raise ValueError(f"{ids.shape[1]} tokens exceed the model's limit of {self.cfg.max_positions}")
+        if edit is not None:
+            edit.check(self.cfg.n_layers, self.cfg.n_heads, ids.shape[1])
         segments = torch.zeros_like(ids) if segments is None else segments
         x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
         for i, block in enumerate(self.blocks):
-            x = block(x, record=trace.recorder(i) if trace is not None else None)
+            x = block(x, record=trace.recorder(i) if trace is not None else None,
+                      edit=edit if edit is not None and edit.layer == i else None)
         return x
 
     def block(self, layer: int) -> EncoderBlock:
