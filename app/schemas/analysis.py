@@ -1,0 +1,155 @@
+"""Request and response models of the analysis routes (/aggregate, /metrics, /contributions) and of an edit."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from model.analysis import MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
+
+from . import (
+    Index,
+    Indices,
+    StrictRequest,
+    TextRequest,
+    TokenInfo,
+    _check_distinct,
+    examples,
+)
+
+MAX_HIDDEN_KEYS = 4096  # more than any model's token limit; the input's own length is checked on the server
+
+EditTemperature = Annotated[
+    float,
+    Field(ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE, allow_inf_nan=False,
+          description=f"Divides the chosen heads' scaled scores before the softmax: a finite number from "
+          f"{MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}; above 1 flattens their rows, below 1 sharpens them, 1 "
+          "keeps them."),
+]
+EditKeys = Annotated[
+    list[Index],
+    Field(max_length=MAX_HIDDEN_KEYS, json_schema_extra={"uniqueItems": True}),
+    AfterValidator(_check_distinct),
+]
+
+
+class AttentionEdit(StrictRequest):
+    """A what-if edit of one layer's heads, recomputing every later layer (the `edit` of /attention).
+
+    Rules: `layer` is below the model's `n_layers` and every entry of `heads` below its `n_heads`, else 422
+    `index_out_of_range` (`loc` ["body", "edit", "layer"] or ["body", "edit", "heads", i]); `heads` are
+    distinct, at least one, or null for every head; `temperature` is a finite number from 0.01 to 100
+    (default 1); `hidden_keys` are distinct token indices below the input's token count, else 422
+    `edit_hidden_key` (ctx {key, tokens}, `loc` ["body", "edit", "hidden_keys", i]); `ablate` is a boolean
+    (default false). The chosen heads' scaled scores are divided by the temperature, the hidden keys get
+    −inf for those heads (a row with every key hidden becomes zeros), and with `ablate` those heads'
+    weighted sums are zeroed (their weights are still computed and shown). Layers before `layer` are
+    unchanged; every later layer runs on the edited hidden state. Temperature 1, no hidden keys and no
+    ablation give exactly the unedited numbers.
+    """
+
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"layer": 2, "heads": [5], "temperature": 3},
+        {"layer": 0, "heads": None, "hidden_keys": [0], "ablate": False},
+        {"layer": 4, "heads": [1, 7], "ablate": True},
+    ))
+
+    layer: Index = Field(description="The layer to edit (0-based), below the model's n_layers.")
+    heads: Indices | None = Field(None, description="Distinct heads of that layer to edit; null means all.")
+    temperature: EditTemperature = 1.0
+    hidden_keys: EditKeys = Field(
+        default_factory=list, description="Distinct token indices hidden from every query of the chosen heads.")
+    ablate: bool = Field(False, description="Zero the chosen heads' weighted sums (their output).")
+
+    def to_edit(self) -> Edit:
+        """The model's Edit (model/analysis.py); its indices are checked against the model by the forward."""
+        return Edit(layer=self.layer, heads=None if self.heads is None else tuple(self.heads),
+                    temperature=float(self.temperature), hidden_keys=tuple(self.hidden_keys), ablate=self.ablate)
+
+
+class AggregateRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "kind": "mean"},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "kind": "rollout", "residual": 0.5},
+    ))
+
+    kind: Literal["mean", "rollout"] = Field(
+        "mean", description="`mean`: per layer the mean over heads. `rollout`: attention rollout up to each layer.")
+    residual: float = Field(
+        0.5, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="rollout only: the share of the identity (the residual connection), from 0 to 1.")
+
+
+class AggregateResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    kind: str
+    residual: float | None = Field(description="The residual share used by rollout; null for mean.")
+    layers: list[int] = Field(description="Every layer, 0..L-1: maps[l] belongs to layer l.")
+    maps: list[list[list[float]]] = Field(
+        description="(layer, query, key). mean: mean_h A_l. rollout: R_l with Â_l = residual·I + "
+        "(1 − residual)·mean_h A_l, rows renormalised to 1, R_0 = Â_0, R_l = Â_l·R_(l−1)."
+    )
+
+
+class MetricsRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat."},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "model": "minilm"},
+    ))
+
+
+class Threshold(BaseModel):
+    metric: str = Field(description="The metric the label reads.")
+    at_least: float = Field(description="The value the metric must reach, for this input's token count.")
+    rule: str = Field(description="The rule in words.")
+
+
+class MetricsResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    n_layers: int
+    n_heads: int
+    metrics: dict[str, list[list[float]]] = Field(
+        description="metric -> [layer][head]: entropy, distance, to_cls, to_sep, to_self, to_previous, to_next, "
+        "to_punctuation (definitions in `definitions`)."
+    )
+    definitions: dict[str, str] = Field(description="metric -> how it is computed.")
+    labels: list[list[list[str]]] = Field(
+        description="[layer][head]: the labels (broad, previous, next, cls, sep, self) whose thresholds the "
+        "head reaches; often none, sometimes several."
+    )
+    thresholds: dict[str, Threshold] = Field(description="label -> its rule.")
+    source: str = Field(description="Where the labels come from, and which thresholds are attnscope's own.")
+
+
+class ContributionsRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "layers": [2], "heads": [5]},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "layers": [0, 5], "heads": [0, 1]},
+    ))
+
+    layers: Indices | None = Field(
+        None, description="Distinct layer indices, kept in the order given; null means all. "
+        "Each must be below the model's n_layers."
+    )
+    heads: Indices | None = Field(
+        None, description="Distinct head indices, kept in the order given; null means all. "
+        "Each must be below the model's n_heads."
+    )
+
+
+class ContributionsResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    layers: list[int]
+    heads: list[int]
+    contributions: list[list[list[list[float]]]] = Field(
+        description="(layer, head, query, key): ||a_ij f_h(x_j)|| = a_ij·||(x_j W_v^h + b_v^h) W_o^h||, the "
+        "norm of what key j adds to query i's output through head h (bias b_o left out)."
+    )
+    layer_sum: list[list[list[float]]] = Field(
+        description="(layer, query, key): ||Σ_h a_hij f_h(x_j)|| over every head of the layer (not only the "
+        "chosen ones): what key j adds to query i through the whole attention layer."
+    )
