@@ -97,3 +97,20 @@ def iris(request: Request) -> HTMLResponse:
 )
 def cost(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "cost.html")
+
+
+@router.get(
+    "/compare",
+    response_class=HTMLResponse,
+    summary="Compare two sentences' attention",
+    description=(
+        "One head's attention map for two sentences A and B. When their tokens line up (as many tokens, with the "
+        "special tokens and the segments at the same positions), the difference A - B is drawn on a diverging scale "
+        "beside A and B; otherwise A and B side by side with one layer and head picker. Word view and hidden special "
+        "tokens apply to both; every figure downloads as PNG or SVG and its numbers as JSON or CSV. The page fetches "
+        "`POST /api/v1/attention?encoding=u16` itself; its state lives in the query string: `a`, `a_pair`, `b`, "
+        "`b_pair`, `model`, `layer`, `head`, `words` (1: word view) and `hide_special` (1: special tokens hidden)."
+    ),
+)
+def compare(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "compare.html")
