@@ -1,21 +1,31 @@
-// The explorer page (/): every layer's and head's attention for a sentence, and one head large.
-// All state lives in the URL: /?text=…&pair=…&model=…&layer=…&head=…&query=…
-// (`query` is the token a click on the large map chose: "Step through this head" opens /steps at it).
+// The explorer page (/): every layer's and head's attention for a sentence, one map large, the head
+// view of the selected layer, every head's metrics and what-if edits.
+// All state lives in the URL: /?text=…&pair=…&model=…&layer=…&head=…&query=… plus the analysis
+// choices of views/explorer-state.js (kind, focus, words, specials, colour, scale, gamma, edit…, diff).
+// `query` is the token a click on the large map chose: "Step through this head" opens /steps at it.
 // Only what is on screen is downloaded: the grid from max-pooled summaries (at most 64 x 64 a head),
-// the selected head at full resolution, both in the compact u16 encoding.
+// the selected layer's heads at full resolution (the large map and the head view), both in the compact
+// u16 encoding; aggregates, contributions and metrics when they are shown.
 // The grid is canvases: it needs no Plotly, and plotly.js (4.8 MB) is added only once the grid is
-// on screen (or the intro is), for the large map of the selected head.
-import { getAttentionCompact, getSummaryCompact } from './api.js';
-import { toRows } from './compact.js';
+// on screen (or the intro is), for the large map.
 import { tokenLabel } from './figures/axes.js';
-import { attentionHeatmapFigure } from './figures/heatmap.js';
+import { attentionHeatmapFigure, matrixAbsMax, matrixMax } from './figures/heatmap.js';
 import {
-  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, Lru, setTitle, t,
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
-import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
+import {
+  fetchAggregate, fetchContribution, fetchLayer, fetchMetrics, fetchOverview, hasOverview, headRows, sentenceKey,
+} from './views/explorer-data.js';
+import { createEditor } from './views/explorer-edit.js';
+import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
+import { createMetricsTable } from './views/explorer-metrics.js';
+import { createOptions, kindSentence, metricName, scaleSentence } from './views/explorer-options.js';
+import { editBody, readChoices, writeChoices } from './views/explorer-state.js';
+import { createTokenChips } from './views/explorer-tokens.js';
+import { segmentBoundary, transformMaps } from './views/explorer-transform.js';
 import { createOverview } from './views/overview.js';
-import { renderTokens } from './views/tokens.js';
+import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
 
 const els = {
   intro: $('intro'),
@@ -24,10 +34,15 @@ const els = {
   tokenCount: $('token-count'),
   unknownNote: $('unknown-note'),
   unknownKey: $('unknown-key'),
+  focusClear: $('focus-clear'),
   layer: $('layer-select'),
   head: $('head-select'),
   heatmap: $('heatmap'),
   queryNote: $('query-note'),
+  kindNote: $('kind-note'),
+  scaleLegend: $('scale-legend'),
+  scaleKey: $('scale-key'),
+  colourNote: $('colour-note'),
   stepsLink: $('steps-link'),
 };
 
@@ -40,6 +55,7 @@ const page = createPage({
     layer: indexParam(params.get('layer')),
     head: indexParam(params.get('head')),
     query: indexParam(params.get('query')),
+    ...readChoices(params),
   }),
   write: (state) => {
     const params = new URLSearchParams();
@@ -50,7 +66,7 @@ const page = createPage({
     params.set('layer', String(state.layer));
     params.set('head', String(state.head));
     if (state.query) params.set('query', String(state.query));
-    return params;
+    return writeChoices(state, params);
   },
   render,
 });
@@ -60,39 +76,55 @@ const form = createRunForm({
   status,
   onSubmit: (input) => {
     const previous = page.state();
-    page.navigate({ ...input, layer: previous.layer, head: previous.head, query: 0 });
+    // a new sentence keeps the view's choices, not its token focus or its edit (they name tokens and heads of it)
+    page.navigate({ ...previous, ...input, query: 0, focus: null, edit: null, diff: false });
   },
 });
 
-// ---- data: a sentence's overview (pooled maps) and single heads at full resolution ----
+// ---- the page's parts ---------------------------------------------------------
 
-const sentenceKey = (state) => JSON.stringify([state.text, state.pair, state.model]);
-const sentence = (state) => ({ text: state.text, text_pair: state.pair, model: state.model });
-const overviews = new Lru(4); // sentence -> tokens and every head's pooled map
-const heads = new Lru(24); // sentence|layer|head -> the head's full map as rows (query, key)
-
-function fetchOverview(state) {
-  return overviews.load(sentenceKey(state), async () => {
-    const { header, maps } = await getSummaryCompact(sentence(state));
-    const side = header.shape[2];
-    return { ...header, attention: maps.map((row) => row.map((flat) => toRows(flat, side, side))) };
-  });
+/** A user's change of the view, applied to what is on screen. */
+function choose(change) {
+  if (shown) page.navigate({ ...shown.state, ...change });
 }
 
-function fetchHead(state) {
-  return heads.load(`${sentenceKey(state)}|${state.layer}|${state.head}`, async () => {
-    const { header, maps } = await getAttentionCompact({ ...sentence(state), layers: [state.layer], heads: [state.head] });
-    const n = header.shape[2];
-    return toRows(maps[0][0], n, n);
-  });
-}
-
-// ---- rendering -----------------------------------------------------------
+const focusToken = (index) => choose(index === null ? { focus: null } : { focus: index, query: index });
 
 const overview = createOverview($('overview'), {
   onSelect: (layer, head) => choose({ layer, head }),
   colourRamp: $('colour-ramp'),
 });
+const chips = createTokenChips(els.tokens, { onFocus: focusToken });
+const options = createOptions({
+  kind: $('kind-select'), colour: $('colour-select'), scale: $('scale-select'), gamma: $('gamma-select'),
+  words: $('words-toggle'), specials: $('specials-toggle'),
+}, { onChange: choose });
+const editor = createEditor({
+  form: $('edit-form'), layer: $('edit-layer'), heads: $('edit-heads'), temperature: $('edit-temperature'),
+  hide: $('edit-hide'), ablate: $('edit-ablate'), error: $('edit-error'),
+  banner: $('edit-banner'), summary: $('edit-summary'), diff: $('edit-diff'), undo: $('edit-undo'),
+}, {
+  onEdit: (edit) => choose({ edit, diff: edit ? shown.state.diff : false }),
+  onDiff: (diff) => choose({ diff }),
+});
+const metricsTable = createMetricsTable({
+  head: $('metrics-head'), body: $('metrics-body'), thresholds: $('metrics-thresholds'),
+}, { onSelect: (layer, head) => choose({ layer, head }) });
+const headView = createHeadViewPanel({
+  root: $('head-view'), missing: $('head-view-missing'), layerNote: $('head-view-layer'),
+}, { onFocus: focusToken });
+
+/** What the large map shows now, for the export buttons. */
+let onScreen = null;
+bindExport({ png: $('export-png'), svg: $('export-svg'), json: $('export-json'), csv: $('export-csv') }, () => onScreen);
+
+els.focusClear.addEventListener('click', () => focusToken(null));
+els.layer.addEventListener('change', () => choose({ layer: Number(els.layer.value) }));
+els.head.addEventListener('change', () => choose({ head: Number(els.head.value) }));
+els.heatmap.addEventListener('plotly-query', (event) => choose({ query: drawn ? drawn.toToken(event.detail.query) : event.detail.query }));
+els.heatmap.addEventListener('plotly-focus', (event) => focusToken(drawn ? drawn.toToken(event.detail.index) : event.detail.index));
+
+// ---- rendering -----------------------------------------------------------
 
 /** The large map's view (views/heatmap.js), once plotly.js has run. */
 const heatmapView = () => loadPlotly().then(() => import('./views/heatmap.js'));
@@ -100,11 +132,12 @@ const heatmapView = () => loadPlotly().then(() => import('./views/heatmap.js'));
 /** Resolves after the next frame is painted. */
 const afterPaint = () => new Promise((resolve) => { requestAnimationFrame(() => setTimeout(resolve, 0)); });
 
-let shown = null; // {key, state}: what the results area shows; head and query choices start from it
+let shown = null; // {key, state}: what the results area shows; choices start from it
+let drawn = null; // the large map's transform (drawn index <-> token index)
 const guard = latestWins();
 
 function drawSentence(result) {
-  renderTokens(els.tokens, result.tokens);
+  chips.render(result.tokens);
   els.tokenCount.textContent = `(${result.tokens.length})`;
   const unknown = result.tokens.filter((token) => token.unknown).length;
   els.unknownNote.hidden = unknown === 0;
@@ -129,7 +162,64 @@ function drawQuery(result, state) {
   els.stepsLink.title = t('explorer.detail.stepsTitle', state);
 }
 
-/** Render the view for a state (from the URL). Fetches the overview only when the sentence changed. */
+/** The focused token on every view: chips, the grid, the head view (the large map draws it itself). */
+function drawFocus(state) {
+  chips.focus(state.focus);
+  els.focusClear.hidden = state.focus === null;
+  if (typeof overview.focus === 'function') overview.focus(state.focus);
+  headView.focus(state.focus);
+}
+
+/** The colour scale on the grid and its key; the grid coloured by a metric once /metrics answers. */
+function drawScale(state) {
+  if (typeof overview.scale === 'function') overview.scale({ shared: state.shared, gamma: state.gamma });
+  els.scaleKey.textContent = t(state.shared ? 'explorer.overview.scaleShared' : 'explorer.overview.scale')
+    + (state.gamma !== 1 ? ` · γ = ${state.gamma}` : '');
+}
+
+async function drawMetrics(state, ticket) {
+  let answer;
+  try {
+    answer = await fetchMetrics(state);
+  } catch (error) {
+    if (guard.current(ticket)) status.error(error);
+    return;
+  }
+  if (!guard.current(ticket)) return;
+  if (metricsKey !== sentenceKey(state)) {
+    metricsKey = sentenceKey(state);
+    metricsTable.render(answer);
+  }
+  metricsTable.select(state.layer, state.head);
+  const values = state.colour ? answer.metrics[state.colour] : null;
+  els.colourNote.hidden = !values;
+  if (values) {
+    const flat = values.flat();
+    const [min, max] = [Math.min(...flat), Math.max(...flat)];
+    els.colourNote.textContent = t('explorer.colourBy.note', { metric: metricName(state.colour), min: min.toFixed(3), max: max.toFixed(3) });
+    if (typeof overview.colourBy === 'function') overview.colourBy(values, { label: metricName(state.colour), min, max });
+  } else if (typeof overview.colourBy === 'function') {
+    overview.colourBy(null, {});
+  }
+}
+let metricsKey = null;
+
+/** The matrix of the large map for a state, as rows (query, key); `unedited` with a difference map. */
+async function largeMatrix(state, kind) {
+  if (kind === 'mean' || kind === 'rollout') {
+    const aggregate = await fetchAggregate(state, kind);
+    const at = aggregate.layers ? aggregate.layers.indexOf(state.layer) : state.layer;
+    return { matrix: aggregate.maps[at], all: aggregate.maps };
+  }
+  if (kind === 'contribution') return { matrix: await fetchContribution(state, state.layer, state.head) };
+  const layer = await fetchLayer(state, state.layer, state.edit);
+  const matrix = headRows(layer, state.head);
+  if (!(state.edit && state.diff)) return { matrix };
+  const unedited = headRows(await fetchLayer(state, state.layer, null), state.head);
+  return { matrix, unedited };
+}
+
+/** Render the view for a state (from the URL). Fetches the overview only when the sentence or edit changed. */
 async function render(state) {
   const ticket = guard.begin();
   form.write(state);
@@ -143,14 +233,14 @@ async function render(state) {
     return;
   }
 
-  const key = sentenceKey(state);
+  const key = `${sentenceKey(state)}|${JSON.stringify(editBody(state.edit))}`;
   let result;
-  if (!overviews.has(key)) {
+  if (!hasOverview(state, state.edit)) {
     status.busy(true);
     status.info();
   }
   try {
-    result = await fetchOverview(state);
+    result = await fetchOverview(state, state.edit);
   } catch (error) {
     if (guard.current(ticket)) status.error(error); // the last good result stays
     preloadPlotly(); // ready for the next sentence
@@ -158,56 +248,115 @@ async function render(state) {
   }
   if (!guard.current(ticket)) return;
 
-  // An index the model or the sentence does not have falls back to the first one.
+  // An index the model or the sentence does not have falls back to the first one (a focus to none).
+  const n = result.tokens.length;
   const fixed = {
     ...state,
     layer: result.layers.includes(state.layer) ? state.layer : result.layers[0],
     head: result.heads.includes(state.head) ? state.head : result.heads[0],
-    query: state.query < result.tokens.length ? state.query : 0,
+    query: state.query < n ? state.query : 0,
+    focus: state.focus !== null && state.focus < n ? state.focus : null,
   };
   page.replace(fixed);
+  const kind = fixed.edit ? 'weight' : fixed.kind; // the aggregates and contributions have no edit
 
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the container
-  const newSentence = !shown || shown.key !== key;
-  if (newSentence) drawSentence(result);
+  const newView = !shown || shown.key !== key;
+  if (newView) drawSentence(result);
   shown = { key, state: fixed };
   overview.select(fixed.layer, fixed.head);
   els.layer.value = String(fixed.layer);
   els.head.value = String(fixed.head);
+  els.head.disabled = kind === 'mean' || kind === 'rollout';
+  options.write(fixed);
+  editor.write(fixed, result.layers);
   drawQuery(result, fixed);
+  drawFocus(fixed);
+  drawScale(fixed);
+  els.kindNote.textContent = kindSentence(kind);
   setTitle('page.explorer', state.text);
 
-  const headMap = fetchHead(fixed); // downloads while the grid is painted
-  headMap.catch(() => {}); // awaited below (no unhandled rejection meanwhile)
-  let matrix;
+  const wanted = largeMatrix(fixed, kind); // downloads while the grid is painted
+  wanted.catch(() => {}); // awaited below (no unhandled rejection meanwhile)
+  let large;
   let view;
   try {
-    if (newSentence) await afterPaint(); // the grid first: parsing plotly.js holds the main thread
-    [matrix, view] = await Promise.all([headMap, heatmapView()]);
+    if (newView) await afterPaint(); // the grid first: parsing plotly.js holds the main thread
+    [large, view] = await Promise.all([wanted, heatmapView()]);
   } catch (error) {
     if (guard.current(ticket)) status.error(error);
     return;
   }
   if (!guard.current(ticket)) return;
-  status.busy(false);
-  const figure = attentionHeatmapFigure({
-    tokens: result.tokens, matrix, layer: fixed.layer, head: fixed.head, query: fixed.query,
-    size: els.heatmap.clientWidth,
+
+  const diff = Boolean(large.unedited);
+  const matrices = diff ? [large.matrix, large.unedited] : [large.matrix];
+  const shares = kind !== 'contribution';
+  const shape = await transformMaps({
+    tokens: result.tokens, matrices, text: fixed.text, pair: fixed.pair,
+    words: fixed.words, hideSpecial: fixed.hideSpecial, shares,
   });
-  await view.renderHeatmap(els.heatmap, figure, { text: state.text, layer: fixed.layer, head: fixed.head });
+  if (!guard.current(ticket)) return;
+  drawn = shape;
+  const matrix = diff
+    ? shape.matrices[0].map((row, q) => row.map((v, k) => v - shape.matrices[1][q][k]))
+    : shape.matrices[0];
+  let zmax = null;
+  if (fixed.shared && !diff) {
+    if (kind === 'weight') zmax = Math.max(result.attention.flat().reduce((m, map) => Math.max(m, matrixMax(map)), 0), matrixMax(matrix));
+    if (large.all) zmax = large.all.reduce((m, map) => Math.max(m, matrixMax(map)), matrixMax(matrix));
+  }
+  const notes = [...shape.notes];
+  if (shape.missing) notes.push(t('explorer.view.missing'));
+  const focus = fixed.focus === null ? null : shape.fromToken(fixed.focus);
+  const query = shape.fromToken(fixed.query);
+  const figure = attentionHeatmapFigure({
+    tokens: shape.tokens, matrix, layer: fixed.layer, head: fixed.head, query, focus, kind, diff,
+    edited: Boolean(fixed.edit), zmax, gamma: diff ? 1 : fixed.gamma, boundary: segmentBoundary(shape.tokens),
+    notes, size: els.heatmap.clientWidth,
+  });
+  await view.renderHeatmap(els.heatmap, figure, {
+    text: fixed.text, layer: fixed.layer, head: fixed.head, keep: [query, focus].filter((i) => i !== null),
+  });
+  if (!guard.current(ticket)) return;
+  status.busy(false);
+  const top = diff ? matrixAbsMax(matrix) : (zmax || matrixMax(matrix));
+  els.scaleLegend.textContent = scaleSentence({ kind, diff, shared: fixed.shared, gamma: fixed.gamma, zmax: top });
+  onScreen = {
+    gd: els.heatmap,
+    tokens: shape.tokens,
+    matrix,
+    name: exportName({ text: fixed.text, layer: fixed.layer, head: fixed.head, kind: diff ? 'difference' : kind }),
+    meta: {
+      model: result.model, text: fixed.text, pair: fixed.pair, tokens: shape.tokens.map((token) => tokenLabel(token)),
+      layer: fixed.layer, head: kind === 'mean' || kind === 'rollout' ? null : fixed.head,
+      kind: diff ? 'difference' : kind, edit: editBody(fixed.edit),
+      words: fixed.words, hide_special: fixed.hideSpecial,
+    },
+  };
   status.info(t('explorer.summary', {
     tokens: result.tokens.length, layers: result.layers.length, heads: result.heads.length, model: result.model,
   }));
+
+  drawHeadView(fixed, result, ticket);
+  drawMetrics(fixed, ticket);
 }
 
-/** A user's choice of layer, head or query token, applied to what is on screen. */
-function choose(change) {
-  if (shown) page.navigate({ ...shown.state, ...change });
+/** The head view of the selected layer (with the edit, when there is one). */
+async function drawHeadView(state, result, ticket) {
+  let layer;
+  try {
+    layer = await fetchLayer(state, state.layer, state.edit);
+  } catch (error) {
+    if (guard.current(ticket)) status.error(error);
+    return;
+  }
+  if (!guard.current(ticket)) return;
+  await headView.render({
+    tokens: result.tokens, maps: layer.maps, heads: layer.heads, layer: state.layer,
+    label: t('explorer.headView.layer', { layer: state.layer }),
+  });
 }
-
-els.layer.addEventListener('change', () => choose({ layer: Number(els.layer.value) }));
-els.head.addEventListener('change', () => choose({ head: Number(els.head.value) }));
-els.heatmap.addEventListener('plotly-query', (event) => choose({ query: event.detail.query }));
 
 page.start();

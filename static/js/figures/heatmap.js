@@ -1,30 +1,83 @@
-// Data -> Plotly figure for one head's attention map. Pure: no DOM, no fetch (the words come
-// from the page's dictionary through t()).
+// Data -> Plotly figure for the explorer's large map: one head's attention weights, a layer's mean
+// over heads or rollout, contribution norms, or a difference (edited − unedited) on a diverging
+// scale. Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
 import { FONT, HIGHLIGHT, keepTicks, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
-import { matrixMax, plotlyColorscale } from './colormap.js';
+import { plotlyColorscale, plotlyDiverging } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
 
 const LABEL_PX = 13; // vertical room one tick label of the large map needs
+const AXIS_ROOM = 140; // pixels of the figure's width that are not the map (labels, colour bar)
+const BOUNDARY = '#1b2330'; // the line between segment A and segment B
+const FOCUS_FILL = 'rgba(240, 140, 0, 0.16)';
+
+/** Largest entry of a matrix (0 for an empty one). */
+export function matrixMax(matrix) {
+  let max = 0;
+  for (const row of matrix) for (const v of row) if (v > max) max = v;
+  return max;
+}
+
+/** Largest absolute entry of a matrix (0 for an empty one). */
+export function matrixAbsMax(matrix) {
+  let max = 0;
+  for (const row of matrix) for (const v of row) if (Math.abs(v) > max) max = Math.abs(v);
+  return max;
+}
+
+/** The sequential colour scale with a gamma: a value v (of the scale's maximum) gets the colour at v^gamma. */
+export const sequentialColorscale = (gamma = 1) => plotlyColorscale({ gamma });
+
+/** The diverging scale for differences: symmetric around 0 (white). */
+export const divergingColorscale = () => plotlyDiverging();
 
 /**
- * @param {{tokens: Array<{text: string, display?: string, unknown?: boolean}>, matrix: number[][],
- *          layer: number, head: number, query?: number|null, size?: number}} input matrix is
- *   (query, key), as the API sends it; `query` is outlined (its row always labelled); size is the
- *   figure's width in pixels, used to thin out tick labels that would overlap
- * @returns {{data: object[], layout: object}}
+ * Which indices of [first, last] get a tick label for an axis `pixels` long: all of them when they
+ * fit, every k-th otherwise; `keep` (the query, the focused token) is always labelled.
  */
-export function attentionHeatmapFigure({ tokens, matrix, layer, head, query = null, size = 560 }) {
+export function ticksInRange(n, first, last, pixels, keep = []) {
+  const lo = Math.max(0, Math.ceil(first));
+  const hi = Math.min(n - 1, Math.floor(last));
+  if (hi < lo) return [];
+  const count = hi - lo + 1;
+  const maxTicks = Math.max(8, Math.floor(pixels / LABEL_PX));
+  const step = Math.max(1, Math.ceil(count / maxTicks));
+  const every = tickIndices(count, Math.ceil(count / step)).map((i) => i + lo);
+  return keepTicks(every, keep.filter((k) => k >= lo && k <= hi), step);
+}
+
+function kindTitle({ kind, layer, head }) {
+  if (kind === 'mean') return t('explorer.kind.titleMean', { layer });
+  if (kind === 'rollout') return t('explorer.kind.titleRollout', { layer });
+  if (kind === 'contribution') return t('explorer.kind.titleContribution', { layer, head });
+  return t('figure.layerHead', { layer, head });
+}
+
+/**
+ * @param {{tokens: Array<{text: string, display?: string, unknown?: boolean, segment?: number}>,
+ *          matrix: number[][], layer: number, head: number, query?: number|null, size?: number,
+ *          kind?: 'weight'|'mean'|'rollout'|'contribution', diff?: boolean, edited?: boolean,
+ *          zmax?: number|null, gamma?: number, focus?: number|null, boundary?: number|null,
+ *          notes?: string[]}} input matrix is (query, key), as the API sends it; `query` is
+ *   outlined (its row always labelled); size is the figure's width in pixels, used to thin out tick
+ *   labels that would overlap; `zmax` a scale shared with other maps (null: this map's maximum);
+ *   `focus` a token whose row and column are highlighted; `boundary` the index of segment B's first
+ *   token (a line is drawn before it); `notes` sentences shown under the title (e.g. rows renormalised)
+ * @returns {{data: object[], layout: object, labels: string[]}}
+ */
+export function attentionHeatmapFigure({
+  tokens, matrix, layer, head, query = null, size = 560, kind = 'weight', diff = false, edited = false,
+  zmax = null, gamma = 1, focus = null, boundary = null, notes = [],
+}) {
   const n = tokens.length;
   const labels = tokens.map((token) => escapeForPlotly(tokenLabel(token)));
   const index = labels.map((_, i) => i);
   const hover = labels.map((q) => labels.map((key) => `${q} → ${key}`));
-  const maxTicks = Math.max(8, Math.floor((size - 140) / LABEL_PX));
-  const every = tickIndices(n, maxTicks);
-  const ticks = query === null ? every : keepTicks(every, [query], Math.ceil(n / maxTicks));
+  const keep = [query, focus].filter((i) => i !== null && i < n);
+  const ticks = ticksInRange(n, 0, n - 1, size - AXIS_ROOM, keep);
   const ticktext = ticks.map((i) => labels[i]);
   const tickFontSize = n <= 24 ? 12 : n <= 40 ? 11 : 10;
-  const zmax = matrixMax(matrix) || 1;
+  const top = diff ? (matrixAbsMax(matrix) || 1) : (zmax || matrixMax(matrix) || 1);
 
   const axis = {
     tickmode: 'array',
@@ -39,7 +92,30 @@ export function attentionHeatmapFigure({ tokens, matrix, layer, head, query = nu
     constrain: 'domain',
   };
 
+  const shapes = [];
+  const line = (x0, x1, y0, y1, colour, width, fill = 'rgba(0,0,0,0)') => shapes.push({
+    type: 'rect', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: colour, width }, fillcolor: fill,
+  });
+  if (query !== null && query < n) line(-0.5, n - 0.5, query - 0.5, query + 0.5, HIGHLIGHT, 2);
+  if (focus !== null && focus < n) {
+    line(-0.5, n - 0.5, focus - 0.5, focus + 0.5, HIGHLIGHT, 1, FOCUS_FILL);
+    line(focus - 0.5, focus + 0.5, -0.5, n - 0.5, HIGHLIGHT, 1, FOCUS_FILL);
+  }
+  if (boundary !== null && boundary > 0 && boundary < n) {
+    const at = boundary - 0.5;
+    for (const [x0, x1, y0, y1] of [[at, at, -0.5, n - 0.5], [-0.5, n - 0.5, at, at]]) {
+      // a dark line under a white dashed one: visible on every colour of both scales
+      shapes.push({ type: 'line', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: BOUNDARY, width: 3 }, name: 'segment-boundary' });
+      shapes.push({ type: 'line', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: '#ffffff', width: 1.5, dash: 'dash' } });
+    }
+  }
+
+  let title = kindTitle({ kind, layer, head });
+  if (edited) title = t(diff ? 'explorer.edit.titleDiff' : 'explorer.edit.titleEdited', { title });
+  const subtitle = notes.filter(Boolean).map((note) => escapeForPlotly(note)).join('<br>');
+
   return {
+    labels,
     data: [
       {
         type: 'heatmap',
@@ -47,29 +123,29 @@ export function attentionHeatmapFigure({ tokens, matrix, layer, head, query = nu
         x: index,
         y: index,
         text: hover,
-        hovertemplate: '%{text}: %{z:.4f}<extra></extra>',
-        colorscale: plotlyColorscale(),
-        zmin: 0,
-        zmax,
+        hovertemplate: diff ? '%{text}: %{z:+.4f}<extra></extra>' : '%{text}: %{z:.4f}<extra></extra>',
+        colorscale: diff ? divergingColorscale() : sequentialColorscale(gamma),
+        zmin: diff ? -top : 0,
+        zmax: top,
         colorbar: {
           thickness: 10,
           len: 0.9,
           xpad: 6,
           outlinewidth: 0,
-          tickformat: '.2f',
+          tickformat: kind === 'contribution' && !diff ? '.2~f' : '.2f',
           tickfont: { size: 11 },
         },
       },
     ],
     layout: {
       title: {
-        text: t('figure.layerHead', { layer, head }),
+        text: escapeForPlotly(title),
         x: 0.5,
         xanchor: 'center',
         font: { size: 16 },
       },
       font: { family: FONT, size: 12, color: TEXT_COLOUR },
-      margin: { t: 44, r: 10, b: 10, l: 10 },
+      margin: { t: subtitle ? 44 + 16 * notes.length : 44, r: 10, b: 10, l: 10 },
       paper_bgcolor: '#ffffff',
       plot_bgcolor: '#ffffff',
       xaxis: { ...axis, title: { text: t('figure.key'), standoff: 6 }, tickangle: -50 },
@@ -81,10 +157,11 @@ export function attentionHeatmapFigure({ tokens, matrix, layer, head, query = nu
         scaleratio: 1,
       },
       hoverlabel: { font: { family: FONT, size: 13 } },
-      shapes: query === null || n === 0 ? [] : [{
-        type: 'rect', xref: 'x', yref: 'y', x0: -0.5, x1: n - 0.5, y0: query - 0.5, y1: query + 0.5,
-        line: { color: HIGHLIGHT, width: 2 }, fillcolor: 'rgba(0,0,0,0)',
-      }],
+      annotations: subtitle ? [{
+        text: subtitle, xref: 'paper', yref: 'paper', x: 0.5, y: 1, yanchor: 'bottom', yshift: 4,
+        showarrow: false, font: { size: 12, color: '#5b6472' },
+      }] : [],
+      shapes,
     },
   };
 }

@@ -1,0 +1,73 @@
+// What-if edits: the form (layer, heads, temperature, hidden keys, ablate) and the banner that marks
+// an edited view, shows the edit, toggles the difference map and returns to the unedited answer.
+import { t } from '../i18n/index.js';
+import { fillIndices } from './controls.js';
+import { indexList } from './explorer-state.js';
+
+const listText = (list) => (list && list.length ? list.join(', ') : '');
+const parseList = (text) => {
+  const cleaned = text.replace(/\s+/g, '');
+  return cleaned ? indexList(cleaned) : [];
+};
+
+/** The edit in words: "layer 2, heads 5 · temperature 3 · keys 4, 5 hidden · ablated". */
+export function describeEdit(edit) {
+  const parts = [edit.heads ? t('explorer.edit.sumHeads', { layer: edit.layer, heads: listText(edit.heads) })
+    : t('explorer.edit.sumAll', { layer: edit.layer })];
+  if (edit.temperature !== 1) parts.push(t('explorer.edit.sumTemperature', { temperature: edit.temperature }));
+  if (edit.hidden_keys.length) parts.push(t('explorer.edit.sumHidden', { keys: listText(edit.hidden_keys) }));
+  if (edit.ablate) parts.push(t('explorer.edit.sumAblate'));
+  return parts.join(' · ');
+}
+
+/**
+ * @param {{form: HTMLFormElement, layer: HTMLSelectElement, heads: HTMLInputElement,
+ *   temperature: HTMLInputElement, hide: HTMLInputElement, ablate: HTMLInputElement, error: HTMLElement,
+ *   banner: HTMLElement, summary: HTMLElement, diff: HTMLButtonElement, undo: HTMLButtonElement}} els
+ * @param {{onEdit: (edit: object|null) => void, onDiff: (on: boolean) => void}} options
+ */
+export function createEditor(els, { onEdit, onDiff }) {
+  let diffOn = false;
+  const problem = (key) => {
+    els.error.textContent = t(key);
+    els.error.hidden = false;
+  };
+
+  els.form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const heads = parseList(els.heads.value);
+    const hidden = parseList(els.hide.value);
+    const temperature = Number(els.temperature.value);
+    if (heads === null) return problem('explorer.edit.badHeads');
+    if (hidden === null) return problem('explorer.edit.badHide');
+    if (!Number.isFinite(temperature) || temperature <= 0) return problem('explorer.edit.badTemperature');
+    els.error.hidden = true;
+    return onEdit({
+      layer: Number(els.layer.value),
+      heads: heads.length ? heads : null,
+      temperature,
+      hidden_keys: hidden,
+      ablate: els.ablate.checked,
+    });
+  });
+  els.undo.addEventListener('click', () => onEdit(null));
+  els.diff.addEventListener('click', () => onDiff(!diffOn));
+
+  return {
+    /** Show a state's edit in the form and the banner; `layers` are the model's layer indices. */
+    write({ edit, diff }, layers) {
+      fillIndices(els.layer, layers);
+      els.banner.hidden = !edit;
+      document.body.classList.toggle('is-edited', Boolean(edit));
+      diffOn = Boolean(edit && diff);
+      els.diff.setAttribute('aria-pressed', String(diffOn));
+      if (!edit) return;
+      els.layer.value = String(edit.layer);
+      els.heads.value = listText(edit.heads);
+      els.temperature.value = String(edit.temperature);
+      els.hide.value = listText(edit.hidden_keys);
+      els.ablate.checked = edit.ablate;
+      els.summary.textContent = describeEdit(edit);
+    },
+  };
+}

@@ -1,0 +1,132 @@
+// The table of every head's metrics (/api/v1/metrics): sortable by any column (click its header),
+// a click on a row (or Enter on its head button) selects that head; the labels' thresholds and their
+// source are stated under the table.
+import { t } from '../i18n/index.js';
+import { METRICS } from './explorer-state.js';
+import { metricName } from './explorer-options.js';
+
+const DIGITS = { entropy: 3, distance: 2 };
+const format = (metric, value) => value.toFixed(DIGITS[metric] ?? 3);
+
+const labelName = (label) => t(`explorer.label.${label}`);
+
+/** "[SEP]: share to [SEP] ≥ 0.500" for each label, from the answer's thresholds ({metric, at_least}). */
+function thresholdText(thresholds) {
+  return Object.entries(thresholds || {}).map(([label, rule]) => {
+    const metric = Array.isArray(rule) ? rule[0] : rule.metric;
+    const value = Array.isArray(rule) ? rule[1] : (rule.at_least ?? rule.value);
+    return `${labelName(label)}: ${metricName(metric)} ≥ ${Number(value).toFixed(3)}`;
+  }).join('; ');
+}
+
+/**
+ * @param {{head: HTMLTableRowElement, body: HTMLTableSectionElement, thresholds: HTMLElement}} els
+ * @param {{onSelect: (layer: number, head: number) => void}} options
+ */
+export function createMetricsTable(els, { onSelect }) {
+  const columns = ['layer', 'head', ...METRICS, 'labels'];
+  let rows = [];
+  let sort = { column: 'layer', descending: false };
+  let selected = null;
+
+  els.head.replaceChildren(...columns.map((column) => {
+    const th = document.createElement('th');
+    th.scope = 'col';
+    th.dataset.column = column;
+    if (column === 'labels') {
+      th.textContent = t('explorer.metrics.labels');
+      return th;
+    }
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'sort-button';
+    button.textContent = column === 'layer' ? t('pickers.layer') : column === 'head' ? t('pickers.head') : metricName(column);
+    button.title = t('explorer.metrics.sortTitle');
+    th.append(button);
+    return th;
+  }));
+
+  els.head.addEventListener('click', (event) => {
+    const th = event.target.closest('th');
+    if (!th || th.dataset.column === 'labels') return;
+    const column = th.dataset.column;
+    sort = { column, descending: sort.column === column ? !sort.descending : METRICS.includes(column) };
+    draw();
+  });
+  els.body.addEventListener('click', (event) => {
+    const tr = event.target.closest('tr');
+    if (tr) onSelect(Number(tr.dataset.layer), Number(tr.dataset.head));
+  });
+
+  function draw() {
+    const { column, descending } = sort;
+    const sign = descending ? -1 : 1;
+    const ordered = [...rows].sort((a, b) => sign * (a[column] - b[column]) || a.layer - b.layer || a.head - b.head);
+    for (const th of els.head.children) {
+      th.setAttribute('aria-sort', th.dataset.column === column ? (descending ? 'descending' : 'ascending') : 'none');
+    }
+    els.body.replaceChildren(...ordered.map((row) => {
+      const tr = document.createElement('tr');
+      tr.dataset.layer = String(row.layer);
+      tr.dataset.head = String(row.head);
+      for (const name of columns) {
+        const cell = document.createElement(name === 'head' ? 'th' : 'td');
+        if (name === 'head') {
+          cell.scope = 'row';
+          const button = document.createElement('button');
+          button.type = 'button';
+          button.className = 'row-select';
+          button.textContent = String(row.head);
+          button.setAttribute('aria-label', t('explorer.overview.thumb', { layer: row.layer, head: row.head }));
+          cell.append(button);
+        } else if (name === 'labels') {
+          cell.textContent = row.labels.map(labelName).join(', ');
+        } else if (name === 'layer') {
+          cell.textContent = String(row.layer);
+        } else {
+          cell.textContent = format(name, row[name]);
+          cell.dataset.value = String(row[name]);
+        }
+        tr.append(cell);
+      }
+      return tr;
+    }));
+    mark();
+  }
+
+  function mark() {
+    for (const tr of els.body.children) {
+      const on = selected && Number(tr.dataset.layer) === selected[0] && Number(tr.dataset.head) === selected[1];
+      tr.classList.toggle('is-selected', Boolean(on));
+      tr.setAttribute('aria-selected', String(Boolean(on)));
+    }
+  }
+
+  return {
+    /** Fill the table from a /metrics answer. */
+    render(answer) {
+      rows = [];
+      const first = answer.metrics[METRICS[0]];
+      for (let layer = 0; layer < first.length; layer += 1) {
+        for (let head = 0; head < first[layer].length; head += 1) {
+          const row = { layer, head, labels: (answer.labels && answer.labels[layer][head]) || [] };
+          for (const metric of METRICS) row[metric] = answer.metrics[metric][layer][head];
+          rows.push(row);
+        }
+      }
+      els.thresholds.textContent = t('explorer.metrics.thresholds', {
+        rules: thresholdText(answer.thresholds), source: answer.source || '',
+      });
+      draw();
+    },
+    select(layer, head) {
+      selected = [layer, head];
+      mark();
+    },
+    clear() {
+      rows = [];
+      els.body.replaceChildren();
+      els.thresholds.textContent = '';
+    },
+  };
+}
