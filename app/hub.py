@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +25,82 @@ from .schemas import ModelInfo
 
 T = TypeVar("T")
 TRIM_AFTER_EVICTING = 16 * 1024 * 1024  # bytes of evicted maps after which free heap pages go back to the OS
+
+
+class LayerFeed:
+    """One forward's per-layer maps, handed from the model worker to the event loop as each layer is done."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._arrived: asyncio.Queue[tuple[int, torch.Tensor] | BaseException | None] = asyncio.Queue()
+        self.abandoned = False  # set on the loop when no one waits for the answer any more
+
+    def publish(self, layer: int, block: torch.Tensor) -> None:
+        """On the worker: layer `layer` is done. Raises ClientGone (ending the forward) once abandoned."""
+        if self.abandoned:
+            raise ClientGone()
+        self._loop.call_soon_threadsafe(self._arrived.put_nowait, (layer, block))
+
+    def close(self, error: BaseException | None = None) -> None:
+        """On the worker: the forward has ended, normally (None) or with an error."""
+        if not self.abandoned and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._arrived.put_nowait, error)
+
+    async def layers(self, wanted: list[int]) -> AsyncIterator[torch.Tensor]:
+        """The wanted layers in the order given, each as soon as it has arrived."""
+        arrived: dict[int, torch.Tensor] = {}
+        for layer in wanted:
+            while layer not in arrived:
+                item = await self._arrived.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if item is None:
+                    raise RuntimeError(f"the forward ended without layer {layer}")
+                arrived[item[0]] = item[1]
+            yield arrived.pop(layer)
+
+
+class Housekeeper:
+    """Gives freed heap pages back to the OS while the worker is idle, never on a request's path.
+
+    Evicted maps of short inputs leave holes in glibc's heap that it keeps (RSS creeps up); malloc_trim
+    returns them, but it walks the whole heap (measured: several ms with a full cache), so it runs on a
+    timer thread once the model worker has been idle for `idle_s`.
+    """
+
+    def __init__(self, busy: Callable[[], bool], idle_s: float = 0.5) -> None:
+        self._busy = busy
+        self._idle_s = idle_s
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def evicted(self, nbytes: int) -> None:
+        with self._lock:
+            self._pending += nbytes
+            if self._pending >= TRIM_AFTER_EVICTING:
+                self._arm()
+
+    def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(self._idle_s, self._trim)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _trim(self) -> None:
+        with self._lock:
+            if self._busy():
+                self._arm()  # try again after the next idle spell
+                return
+            self._pending = 0
+            self._timer = None
+        release_free_memory()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
 
 
 class StartupError(RuntimeError):
@@ -57,6 +134,7 @@ class ModelHub:
         self.cache: ByteLRU[AttentionMaps] = ByteLRU(cache_bytes)
         self.stats = {"queued": 0, "dropped": 0}  # jobs waiting or running now; jobs dropped for clients gone
         self._stats_lock = threading.Lock()
+        self._housekeeper = Housekeeper(busy=lambda: self.stats["queued"] > 0)
 
         def load_all() -> dict[str, PretrainedEncoder]:
             return {mid: PretrainedEncoder.from_dir(dirs.get(mid) or spec.locate()) for mid, spec in MODELS.items()}
@@ -93,6 +171,7 @@ class ModelHub:
 
     def close(self) -> None:
         self._worker.shutdown(wait=True, cancel_futures=True)
+        self._housekeeper.close()
 
     def get(self, model_id: str | None) -> tuple[ModelSpec, PretrainedEncoder]:
         """The model for an id from a request (None = default); UnknownModel names the ids that exist."""
@@ -101,20 +180,65 @@ class ModelHub:
             raise UnknownModel(mid, list(self.loaded))
         return MODELS[mid], self.loaded[mid]
 
-    def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None,
+    def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None, compact: bool = False,
                   gone: Callable[[], bool] | None = None) -> AttentionMaps:
-        """All attention maps of one input, from the cache when this model has seen this text."""
-        key = (model_id, text, pair)
+        """All attention maps of one input (float32, or uint16 when compact), from the cache when it has them."""
+        key = (model_id, text, pair, compact)
+        return self.cache.get(key) or self.run(self._forward, key, model_id, encoded, compact, None, gone=gone)
 
-        def compute() -> AttentionMaps:
-            maps = self.cache.get(key)  # a request queued before this one may have computed it
+    async def attention_layers(self, model_id: str, encoded: Encoded, text: str, pair: str | None,
+                               layers: list[int], compact: bool) -> AsyncIterator[torch.Tensor]:
+        """Each chosen layer's (H, T, T) maps in the order given, each as soon as the forward has made it.
+
+        Runs on the event loop; the forward runs on the worker and hands over every layer when its softmax
+        is done, so an answer can send layer 0 while layer 1 is computed. A client that leaves (the
+        answer's stream is cancelled) drops its queued forward, or stops a running one at its next layer.
+        """
+        key = (model_id, text, pair, compact)
+        maps = self.cache.get(key)
+        if maps is not None:
+            for i in layers:
+                yield maps.per_layer[i]
+            return
+        feed = LayerFeed(asyncio.get_running_loop())
+        with self._stats_lock:
+            self.stats["queued"] += 1
+        job = self._worker.submit(self._forward, key, model_id, encoded, compact, feed)
+        job.add_done_callback(self._job_done)
+        try:
+            async for block in feed.layers(layers):
+                yield block
+        except BaseException:  # cancelled (the client left) or closed early: nobody needs the rest
+            feed.abandoned = True
+            if job.cancel():
+                with self._stats_lock:
+                    self.stats["dropped"] += 1
+            raise
+
+    def _job_done(self, job: Future[Any]) -> None:
+        with self._stats_lock:
+            self.stats["queued"] -= 1
+            if not job.cancelled() and isinstance(job.exception(), ClientGone):
+                self.stats["dropped"] += 1
+
+    def _forward(self, key: tuple[Any, ...], model_id: str, encoded: Encoded, compact: bool,
+                 feed: LayerFeed | None) -> AttentionMaps:
+        """On the worker: the maps from the cache (a request queued before may have made them) or a forward."""
+        try:
+            maps = self.cache.get(key)
             if maps is None:
-                maps = self.loaded[model_id].attention_maps(encoded)
-                if self.cache.put(key, maps, maps.nbytes) >= TRIM_AFTER_EVICTING:
-                    release_free_memory()  # evicted maps of short inputs leave holes in the heap
-            return maps
-
-        return self.cache.get(key) or self.run(compute, gone=gone)
+                maps = self.loaded[model_id].attention_maps(encoded, compact, feed.publish if feed else None)
+                self._housekeeper.evicted(self.cache.put(key, maps, maps.nbytes))
+            elif feed is not None:
+                for i, block in enumerate(maps.per_layer):
+                    feed.publish(i, block)
+        except BaseException as exc:
+            if feed is not None:
+                feed.close(exc)
+            raise
+        if feed is not None:
+            feed.close()
+        return maps
 
     def infos(self) -> list[ModelInfo]:
         out = []

@@ -19,10 +19,12 @@ float32 arrays: each number is float32's shortest round-trip decimal (0.1f print
 from __future__ import annotations
 
 import json
+import math
 import struct
-from collections.abc import Iterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
+import anyio
 import numpy as np
 import orjson
 import torch
@@ -31,6 +33,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from model import iris
+from model.maps import U16_SCALE
 from model.positions import PositionTable
 from model.tokenizer import Token
 
@@ -82,52 +85,62 @@ def position_table(table: PositionTable) -> dict[str, list | None]:
     return tensors({"matrix": table.matrix, "angles": table.angles, "bias": table.bias, "slopes": table.slopes})
 
 
-def maps_json_response(response: type[BaseModel], fields: dict[str, Any], blocks: list[torch.Tensor]) -> Response:
+def maps_json_response(response: type[BaseModel], fields: dict[str, Any],
+                       blocks: AsyncIterable[torch.Tensor]) -> Response:
     """A maps answer (a response model whose last field is `attention`) as JSON, the maps straight from numpy.
 
     Every field but `attention` is serialised by the response model itself (same keys, same order, same
-    forms); `attention`, the per-layer (heads, query, key) tensors as one (layer, head, query, key)
-    array, is written by orjson from the float32 buffers: no Python float per weight, no pydantic pass
-    over 10^6 numbers. Numbers as in the module docstring. The body streams one layer at a time, so the
-    first layers travel while the next ones are written.
+    forms); `attention`, the per-layer (heads, query, key) float32 tensors as one (layer, head, query,
+    key) array, is written by orjson from the float32 buffers: no Python float per weight, no pydantic
+    pass over 10^6 numbers. Numbers as in the module docstring. The body streams one layer at a time,
+    each written on a worker thread as soon as the forward has made it.
     """
     head = orjson.dumps(response.model_construct(**fields, attention=[]).model_dump(mode="json"))
     if not head.endswith(b',"attention":[]}'):
         raise TypeError(f"{response.__name__}: `attention` must be its last field")
 
-    def body() -> Iterator[bytes]:
+    async def body() -> AsyncIterator[bytes]:
         yield head[: -len(b"]}")]
-        for i, block in enumerate(blocks):  # orjson wants C-contiguous arrays
-            layer = orjson.dumps(np.ascontiguousarray(block.numpy()), option=orjson.OPT_SERIALIZE_NUMPY)
-            yield b"," + layer if i else layer
+        first = True
+        async for block in blocks:
+            layer = await anyio.to_thread.run_sync(_numbers_json, block)
+            yield layer if first else b"," + layer
+            first = False
         yield b"]}"
 
     return StreamingResponse(body(), media_type="application/json")
 
 
+def _numbers_json(block: torch.Tensor) -> bytes:
+    if block.dtype != torch.float32:
+        raise TypeError(f"JSON maps are float32 weights, not {block.dtype}")
+    return orjson.dumps(np.ascontiguousarray(block.numpy()), option=orjson.OPT_SERIALIZE_NUMPY)
+
+
 MAGIC = b"ATN1"
-U16_SCALE = 65535
 U16_MEDIA_TYPE = "application/octet-stream"
 
 
-def u16_response(header: dict, blocks: list[torch.Tensor]) -> Response:
-    """Weights in [0, 1] as uint16 fixed point after a JSON header (layout in the module docstring)."""
-    shape = [len(blocks), *blocks[0].shape]
+def u16_response(header: dict, shape: list[int], blocks: AsyncIterable[torch.Tensor]) -> Response:
+    """uint16 maps (model/maps.py quantize_u16) after a JSON header (layout in the module docstring).
+
+    The header goes out at once, before the forward has made any layer; then each (heads, rows, columns)
+    block's bytes as they are, as soon as the block exists. The length is known in advance, so the answer
+    has a Content-Length and a client can show its progress.
+    """
     head = json.dumps({**header, "shape": shape, "dtype": "uint16", "scale": U16_SCALE}, ensure_ascii=False,
                       separators=(",", ":")).encode()
     head += b" " * (-(8 + len(head)) % 8)
-    start = 8 + len(head)
-    out = bytearray(start + 2 * sum(b.numel() for b in blocks))
-    struct.pack_into("<4sI", out, 0, MAGIC, len(head))
-    out[8:start] = head
-    values = np.frombuffer(out, dtype="<u2", offset=start)
-    pos = 0
-    for block in blocks:  # one layer at a time: no float copy of the whole stack
-        scaled = np.multiply(block.numpy().reshape(-1), np.float32(U16_SCALE), dtype=np.float32)
-        np.rint(scaled, out=scaled)
-        values[pos : pos + scaled.size] = scaled
-        pos += scaled.size
-    return Response(memoryview(out), media_type=U16_MEDIA_TYPE)
+    length = 8 + len(head) + 2 * math.prod(shape)
+
+    async def body() -> AsyncIterator[bytes | memoryview]:
+        yield struct.pack("<4sI", MAGIC, len(head)) + head
+        async for block in blocks:
+            if block.dtype != torch.uint16:
+                raise TypeError(f"compact maps are uint16, not {block.dtype}")
+            yield block.contiguous().numpy().astype("<u2", copy=False).data.cast("B")
+
+    return StreamingResponse(body(), media_type=U16_MEDIA_TYPE, headers={"content-length": str(length)})
 
 
 def json_response(body: BaseModel) -> Response:

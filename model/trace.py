@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 
 import torch
 
@@ -10,6 +11,8 @@ from .steps import STEPS
 
 # What one step records: a tensor, or for `project`/`split` a dict q/k/v -> tensor.
 StepValue = torch.Tensor | dict[str, torch.Tensor]
+# Called with (layer, step, value) as a value is recorded; returns what the trace keeps instead.
+OnRecord = Callable[[int, str, StepValue], StepValue]
 
 
 class Trace:
@@ -18,22 +21,27 @@ class Trace:
     `layers=None` records every layer; `steps=None` records every step.
     Values are detached; nothing is recorded for layers or steps not asked for,
     so a forward with a narrow trace costs little more than one without.
+    `on_record(layer, step, value)`, when given, sees each value during the forward and returns what
+    is kept (e.g. a compact copy, so the full value is freed with its layer).
     """
 
-    def __init__(self, layers: Iterable[int] | None = None, steps: Iterable[str] | None = None) -> None:
+    def __init__(self, layers: Iterable[int] | None = None, steps: Iterable[str] | None = None,
+                 on_record: OnRecord | None = None) -> None:
         self.layers = None if layers is None else frozenset(layers)
         chosen = STEPS if steps is None else tuple(steps)
         unknown = [s for s in chosen if s not in STEPS]
         if unknown:
             raise ValueError(f"unknown steps {unknown}; the steps are {list(STEPS)}")
         self.steps = frozenset(chosen)
+        self.on_record = on_record
         self.records: dict[int, dict[str, StepValue]] = {}
 
     def recorder(self, layer: int) -> LayerRecorder | None:
         """The recorder for one layer, or None when that layer is not traced."""
         if self.layers is not None and layer not in self.layers:
             return None
-        return LayerRecorder(self.records.setdefault(layer, {}), self.steps)
+        keep = None if self.on_record is None else partial(self.on_record, layer)
+        return LayerRecorder(self.records.setdefault(layer, {}), self.steps, keep)
 
     def __getitem__(self, layer: int) -> dict[str, StepValue]:
         return self.records[layer]
@@ -49,9 +57,11 @@ class Trace:
 class LayerRecorder:
     """Called by attention with (step, value); keeps only the wanted steps."""
 
-    def __init__(self, store: dict[str, StepValue], steps: frozenset[str]) -> None:
+    def __init__(self, store: dict[str, StepValue], steps: frozenset[str],
+                 keep: Callable[[str, StepValue], StepValue] | None = None) -> None:
         self._store = store
         self.steps = steps
+        self._keep = keep
 
     def wants(self, step: str) -> bool:
         return step in self.steps
@@ -59,9 +69,10 @@ class LayerRecorder:
     def __call__(self, step: str, value: StepValue) -> None:
         if step in self.steps:
             if isinstance(value, dict):
-                self._store[step] = {name: t.detach() for name, t in value.items()}
+                value = {name: t.detach() for name, t in value.items()}
             else:
-                self._store[step] = value.detach()
+                value = value.detach()
+            self._store[step] = value if self._keep is None else self._keep(step, value)
 
 
 # Steps whose tensors have a head axis (after the batch axis).

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Annotated, Any
 
+import anyio
 import torch
 from fastapi import APIRouter, Body, Query, Response
 
 from model.backward import run_toy_backward
 from model.errors import BACKWARD_RULES, TOY_RULES
+from model.maps import pick_heads, pool, pool_bins
 from model.sizes import attention_numbers, pooled_side, trace_numbers
 from model.toy import run_toy
 
@@ -91,10 +93,27 @@ def _fields(r: Resolved[Any]) -> dict[str, Any]:
 
 
 def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryResponse], fields: dict[str, Any],
-                 blocks: list[torch.Tensor]) -> Response:
-    if encoding is Encoding.u16:
-        return serialize.u16_response({**fields, "tokens": [t.model_dump() for t in fields["tokens"]]}, blocks)
-    return serialize.maps_json_response(response, fields, blocks)
+                 r: Resolved[Any], hub: ModelHub, pooled_to: int | None = None) -> Response:
+    """The chosen maps as they come out of the forward, layer by layer, in the encoding asked for."""
+    compact = encoding is Encoding.u16
+    layers = hub.attention_layers(r.spec.id, r.encoded, r.req.text, r.req.text_pair, r.layers, compact)
+
+    def view(block: torch.Tensor) -> torch.Tensor:
+        chosen = pick_heads(block, r.heads)
+        return chosen if pooled_to is None else pool(chosen, pooled_to)
+
+    async def blocks() -> AsyncIterator[torch.Tensor]:
+        async for block in layers:
+            if pooled_to is None and r.heads == list(range(block.shape[0])):
+                yield block  # every head in order: the block as the forward made it
+            else:
+                yield await anyio.to_thread.run_sync(view, block)  # a copy: off the event loop
+
+    if compact:
+        side = min(len(r.encoded), pooled_to or len(r.encoded))
+        header = {**fields, "tokens": [t.model_dump() for t in fields["tokens"]]}
+        return serialize.u16_response(header, [len(r.layers), len(r.heads), side, side], blocks())
+    return serialize.maps_json_response(response, fields, blocks())
 
 
 @router.post(
@@ -111,11 +130,9 @@ def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryR
     ),
     responses=MAPS_ERRORS,
 )
-def attention(r: AttentionInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
-              encoding: EncodingParam = Encoding.json) -> Response:
+def attention(r: AttentionInput, hub: Hub, settings: SettingsDep, encoding: EncodingParam = Encoding.json) -> Response:
     _refuse_json_over_cap(encoding, settings.max_json_values, r, len(r.encoded))
-    maps = hub.attention(r.spec.id, r.encoded, r.req.text, r.req.text_pair, gone)
-    return _maps_answer(encoding, AttentionResponse, _fields(r), maps.select(r.layers, r.heads))
+    return _maps_answer(encoding, AttentionResponse, _fields(r), r, hub)
 
 
 @router.post(
@@ -132,13 +149,12 @@ def attention(r: AttentionInput, hub: Hub, settings: SettingsDep, gone: ClientLe
     ),
     responses=MAPS_ERRORS,
 )
-def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
+def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
                       encoding: EncodingParam = Encoding.json) -> Response:
-    _refuse_json_over_cap(encoding, settings.max_json_values, r, pooled_side(len(r.encoded), r.req.size))
-    maps = hub.attention(r.spec.id, r.encoded, r.req.text, r.req.text_pair, gone)
-    blocks, bins = maps.pooled(r.layers, r.heads, r.req.size)
-    fields = {**_fields(r), "size": blocks[0].shape[-1], "bins": bins}
-    return _maps_answer(encoding, SummaryResponse, fields, blocks)
+    side = pooled_side(len(r.encoded), r.req.size)
+    _refuse_json_over_cap(encoding, settings.max_json_values, r, side)
+    fields = {**_fields(r), "size": side, "bins": pool_bins(len(r.encoded), r.req.size)}
+    return _maps_answer(encoding, SummaryResponse, fields, r, hub, pooled_to=r.req.size)
 
 
 @router.post(
