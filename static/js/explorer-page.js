@@ -343,8 +343,12 @@ async function render(state) {
   drawMetrics(fixed, ticket);
 }
 
-/** The head view of the selected layer (with the edit, when there is one). */
+let headViewKey = null; // sentence|edit|layer the head view shows
+
+/** The head view of the selected layer (with the edit, when there is one); drawn again only when that changes. */
 async function drawHeadView(state, result, ticket) {
+  const key = `${sentenceKey(state)}|${JSON.stringify(editBody(state.edit))}|${state.layer}`;
+  if (key === headViewKey) return;
   let layer;
   try {
     layer = await fetchLayer(state, state.layer, state.edit);
@@ -353,6 +357,7 @@ async function drawHeadView(state, result, ticket) {
     return;
   }
   if (!guard.current(ticket)) return;
+  headViewKey = key;
   await headView.render({
     tokens: result.tokens, maps: layer.maps, heads: layer.heads, layer: state.layer,
     label: t('explorer.headView.layer', { layer: state.layer }),

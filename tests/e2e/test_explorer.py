@@ -13,11 +13,13 @@ OTHER_SENTENCE = "A dog barked at the postman."
 CHINESE = "注意力机制让模型学会聚焦于最相关的部分。"
 XSS = "<img src=x onerror=alert(1)> <a href=http://example.com/x>link</a>"
 
-# ColorBrewer "Blues": the stops static/js/figures/colormap.js interpolates between.
-BLUES = [
-    (247, 251, 255), (222, 235, 247), (198, 219, 239), (158, 202, 225), (107, 174, 214),
-    (66, 146, 198), (33, 113, 181), (8, 81, 156), (8, 48, 107),
+# Viridis at 0, 16/255, ..., 240/255 and 1 (Plotly's own "Viridis" stops): the scale static/js/figures/colormap.js
+# interpolates in, written out here again as the test's reference.
+VIRIDIS = [
+    "#440154", "#48186a", "#472d7b", "#424086", "#3b528b", "#33638d", "#2c728e", "#26828e", "#21918c",
+    "#1fa088", "#28ae80", "#3fbc73", "#5ec962", "#84d44b", "#addc30", "#d8e219", "#fde725",
 ]
+STOPS = [(1.0 if i == len(VIRIDIS) - 1 else 16 * i / 255, tuple(int(c[j:j + 2], 16) for j in (1, 3, 5))) for i, c in enumerate(VIRIDIS)]
 
 
 def reference(api, text: str, pair: str | None = None) -> dict:
@@ -64,12 +66,15 @@ def tick_texts(page: Page, axis: str) -> list[str]:
     )
 
 
-def blues(t: float) -> tuple[int, ...]:
+def viridis(t: float) -> tuple[int, ...]:
     """An independent re-implementation of the page's colour map (value in [0, 1] -> RGB)."""
-    x = min(max(t, 0.0), 1.0) * (len(BLUES) - 1)
-    i = min(int(x), len(BLUES) - 2)
-    f = x - i
-    return tuple(round(a + (b - a) * f) for a, b in zip(BLUES[i], BLUES[i + 1], strict=True))
+    p = min(max(t, 0.0), 1.0)
+    i = 0
+    while i < len(STOPS) - 2 and p > STOPS[i + 1][0]:
+        i += 1
+    (p0, a), (p1, b) = STOPS[i], STOPS[i + 1]
+    f = (p - p0) / (p1 - p0)
+    return tuple(round(x + (y - x) * f) for x, y in zip(a, b, strict=True))
 
 
 def test_link_renders_grid_and_selected_head(page: Page, api, browser_log):
@@ -106,15 +111,16 @@ def test_link_renders_grid_and_selected_head(page: Page, api, browser_log):
     n, peak = len(tokens), max(max(row) for row in matrix)
     assert pixels["n"] == n
     worst = max(
-        abs(pixels["data"][4 * (q * n + k) + c] - blues(matrix[q][k] / peak)[c]) for q in range(n) for k in range(n) for c in range(3)
+        abs(pixels["data"][4 * (q * n + k) + c] - viridis(matrix[q][k] / peak)[c]) for q in range(n) for k in range(n) for c in range(3)
     )
     assert worst <= 1
-    # Only what is on screen: the grid's summaries and the selected head, one request each.
+    # Only what is on screen: the grid's summaries and the selected layer's heads (the large map and the head view),
+    # one request each.
     assert browser_log.api_posts("/api/v1/attention/summary") == 1
     assert browser_log.api_posts() == 1
 
 
-def test_clicking_a_thumbnail_fetches_only_that_head(page: Page, api, browser_log):
+def test_clicking_a_thumbnail_fetches_only_that_layer(page: Page, api, browser_log):
     expected = reference(api, SENTENCE)
     page.goto(f"/?text={SENTENCE}&layer=2&head=5")
     expect_head(page, 2, 5)
@@ -130,7 +136,7 @@ def test_clicking_a_thumbnail_fetches_only_that_head(page: Page, api, browser_lo
     expect(page.locator("#layer-select")).to_have_value("4")
     expect(page.locator("#head-select")).to_have_value("7")
     assert browser_log.api_posts("/api/v1/attention/summary") == 1  # the grid was not fetched again
-    assert browser_log.api_posts() == 2  # one more request: the new head at full resolution
+    assert browser_log.api_posts() == 2  # one more request: the new layer's heads at full resolution
 
     # Back returns to the previous head, which the page still has.
     page.go_back()
@@ -342,8 +348,8 @@ def test_a_click_on_a_row_chooses_the_query_that_step_through_opens(page: Page, 
 
     expect(page).to_have_url(re.compile(r"query=2"))
     expect(page.locator("#query-note .query-token")).to_have_text(tokens[2])
-    outline = page.evaluate("() => document.getElementById('heatmap').layout.shapes.map((s) => [s.y0, s.y1])")
-    assert outline == [[1.5, 2.5]]  # the chosen row is outlined
+    # the chosen row is outlined (once the map is drawn again)
+    page.wait_for_function("() => JSON.stringify(document.getElementById('heatmap').layout.shapes.map((s) => [s.y0, s.y1])) === '[[1.5,2.5]]'")
     link = page.locator("#steps-link")
     href = link.get_attribute("href") or ""
     assert parse_qs(urlsplit(href).query) == {"text": [SENTENCE], "layer": ["3"], "head": ["4"], "query": ["2"]}

@@ -77,7 +77,7 @@ export function createMetricsTable(els, { onSelect }) {
           button.type = 'button';
           button.className = 'row-select';
           button.textContent = String(row.head);
-          button.setAttribute('aria-label', t('explorer.overview.thumb', { layer: row.layer, head: row.head }));
+          button.setAttribute('aria-label', t('explorer.metrics.rowSelect', { layer: row.layer, head: row.head }));
           cell.append(button);
         } else if (name === 'labels') {
           cell.textContent = row.labels.map(labelName).join(', ');

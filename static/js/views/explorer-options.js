@@ -52,9 +52,11 @@ export function createOptions(els, { onChange }) {
 /** The sentence under the large map that says what its colours mean. */
 export function scaleSentence({ kind, diff, shared, gamma, zmax }) {
   if (diff) return t('explorer.scale.legendDiff', { max: zmax.toFixed(4) });
-  const parts = [t(shared && kind !== 'contribution' ? 'explorer.scale.legendShared' : 'explorer.scale.legendOwn', {
-    max: zmax.toPrecision(3),
-  })];
+  let key = 'explorer.scale.legendOwn';
+  if (shared && kind === 'weight') key = 'explorer.scale.legendShared';
+  if (shared && (kind === 'mean' || kind === 'rollout')) key = 'explorer.scale.legendSharedLayers';
+  if (shared && kind === 'contribution') key = 'explorer.scale.legendContribution';
+  const parts = [t(key, { max: zmax.toPrecision(3) })];
   if (gamma !== 1) parts.push(t('explorer.scale.legendGamma', { gamma }));
   return parts.join(' ');
 }
