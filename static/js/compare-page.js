@@ -43,6 +43,7 @@ const els = {
 };
 
 const FIRST_WORDS = 4;
+const PAIR = Object.freeze({ a: 'aPair', b: 'bPair' }); // the state's field of each sentence's second segment
 const flag = (value) => value === '1' || value === 'true';
 const orNull = (value) => (value && value.trim() ? value : null);
 
@@ -140,6 +141,7 @@ let shown = null; // what is on screen, for the pickers, toggles and exports
 
 async function render(state) {
   const ticket = guard.begin();
+  delete els.results.dataset.drawn; // set again once this state is on screen
   writeForm(state);
   if (state.a === null && state.b === null) {
     status.busy(false);
@@ -178,7 +180,6 @@ async function render(state) {
 
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the containers
-  delete els.results.dataset.drawn;
   const shownA = view(a, fixed.a, fixed.aPair, fixed);
   const shownB = view(b, fixed.b, fixed.bPair, fixed);
   const why = misalignment(shownA.units, shownB.units);
@@ -188,7 +189,7 @@ async function render(state) {
 
   for (const side of ['a', 'b']) {
     const text = fixed[side];
-    const pair = fixed[`${side}Pair`];
+    const pair = fixed[PAIR[side]];
     els.sentences[side].textContent = pair === null ? text : `${text} ‖ ${pair}`;
     els.links[side].href = linkTo('/', { text, pair, model: fixed.model, layer: fixed.layer, head: fixed.head }, ['layer', 'head']);
     els.links[side].title = t('compare.openTitle', { layer: fixed.layer, head: fixed.head });
@@ -270,7 +271,7 @@ async function numbersOf(figure) {
   const { state, a, b, shownA, shownB, diff } = shown;
   const version = await attnscopeVersion();
   const side = (which) => ({
-    text: state[which], pair: state[`${which}Pair`], tokens: (which === 'a' ? shownA : shownB).units,
+    text: state[which], pair: state[PAIR[which]], tokens: (which === 'a' ? shownA : shownB).units,
   });
   const one = figure === 'b' ? 'b' : 'a';
   const meta = {

@@ -54,12 +54,13 @@ export function exportFigure(graphDiv, format, filename) {
 
 // A cell a spreadsheet would read as a formula starts with one of these: it is prefixed with '.
 const FORMULA = /^[=+\-@\t\r]/;
+const NEEDS_QUOTES = /[",\r\n]/;
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
 export function csvField(value) {
   let text = String(value);
   if (FORMULA.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
+  return NEEDS_QUOTES.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 /**
