@@ -9,7 +9,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from model.analysis import MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
 
 from . import (
-    Index,
     Indices,
     StrictRequest,
     TextRequest,
@@ -27,8 +26,12 @@ EditTemperature = Annotated[
           f"{MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}; above 1 flattens their rows, below 1 sharpens them, 1 "
           "keeps them."),
 ]
+EditIndex = Annotated[int, Field(ge=0)]  # refused below 0 by the schema itself: Edit takes no negative index
+EditHeads = Annotated[
+    list[EditIndex], Field(min_length=1, json_schema_extra={"uniqueItems": True}), AfterValidator(_check_distinct)
+]
 EditKeys = Annotated[
-    list[Index],
+    list[EditIndex],
     Field(max_length=MAX_HIDDEN_KEYS, json_schema_extra={"uniqueItems": True}),
     AfterValidator(_check_distinct),
 ]
@@ -55,8 +58,8 @@ class AttentionEdit(StrictRequest):
         {"layer": 4, "heads": [1, 7], "ablate": True},
     ))
 
-    layer: Index = Field(description="The layer to edit (0-based), below the model's n_layers.")
-    heads: Indices | None = Field(None, description="Distinct heads of that layer to edit; null means all.")
+    layer: EditIndex = Field(description="The layer to edit (0-based), below the model's n_layers.")
+    heads: EditHeads | None = Field(None, description="Distinct heads of that layer to edit; null means all.")
     temperature: EditTemperature = 1.0
     hidden_keys: EditKeys = Field(
         default_factory=list, description="Distinct token indices hidden from every query of the chosen heads.")
