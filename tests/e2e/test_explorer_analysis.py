@@ -1,0 +1,257 @@
+"""The explorer's analysis features in real Chromium: what the large map shows (weight, mean over heads,
+rollout, contribution), the head metrics table and the grid's colouring, the colour scale, token focus,
+the segment boundary, zooming into a long input, and the modules the cold page preloads. Drawn values
+(gd.data[0].z) are compared with the API, fetched by the test, at 32 and at 512 tokens."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+ROOT = Path(__file__).resolve().parents[2]
+WORDS = "the cat sat on a mat and then the dog ran to it".split()
+COMPACT = 7.7e-6  # the compact u16 maps' error bound (README)
+JSON_EXACT = 1e-6  # JSON answers are float32 in shortest round-trip form
+
+
+def text_of(n_tokens: int) -> str:
+    """A text of exactly n_tokens tokens with [CLS] and [SEP] (each of WORDS is one token)."""
+    return " ".join(WORDS[i % len(WORDS)] for i in range(n_tokens - 2))
+
+
+def post(api, path: str, body: dict) -> dict:
+    response = api.post(path, json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def drawn(page: Page) -> np.ndarray:
+    return np.array(page.evaluate("() => document.getElementById('heatmap').data[0].z"), dtype=np.float64)
+
+
+def url_query(page: Page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def wait_title(page: Page, title: str) -> None:
+    expect(page.locator("#heatmap .gtitle")).to_have_text(title)
+
+
+def link(text: str, **params: object) -> str:
+    extra = "".join(f"&{key}={quote(str(value), safe=',')}" for key, value in params.items())
+    return f"/?text={quote(text)}{extra}"
+
+
+@pytest.mark.parametrize("n_tokens", [32, 512])
+def test_the_large_map_shows_each_kind_with_the_apis_numbers(page: Page, api, n_tokens: int):
+    text = text_of(n_tokens)
+    page.goto(link(text, layer=3, head=7))
+    wait_title(page, "Layer 3 · Head 7")
+    weights = post(api, "/api/v1/attention", {"text": text, "layers": [3], "heads": [7]})["attention"][0][0]
+    assert np.abs(drawn(page) - np.array(weights)).max() <= COMPACT
+    expect(page.locator("#kind-note")).to_contain_text("each row sums to 1")
+
+    # The kind selector: mean over heads, then rollout, then contribution; each one in the URL.
+    page.locator("#kind-select").select_option("mean")
+    wait_title(page, "Layer 3 · mean over heads")
+    assert url_query(page)["kind"] == ["mean"]
+    mean = np.array(post(api, "/api/v1/aggregate", {"text": text, "kind": "mean"})["maps"][3])
+    assert np.abs(drawn(page) - mean).max() <= JSON_EXACT
+    # the reference of the reference: the mean of the layer's heads, from /attention
+    heads = np.array(post(api, "/api/v1/attention", {"text": text, "layers": [3]})["attention"][0])
+    assert np.abs(drawn(page) - heads.mean(axis=0)).max() <= 1e-5
+    expect(page.locator("#head-select")).to_be_disabled()
+
+    page.locator("#kind-select").select_option("rollout")
+    wait_title(page, "Rollout up to layer 3")
+    rollout = np.array(post(api, "/api/v1/aggregate", {"text": text, "kind": "rollout"})["maps"][3])
+    assert np.abs(drawn(page) - rollout).max() <= JSON_EXACT
+    assert np.abs(rollout - mean).max() > 1e-3  # the control: rollout is not the layer's mean
+    expect(page.locator("#kind-note")).to_contain_text("Abnar")
+
+    page.locator("#kind-select").select_option("contribution")
+    wait_title(page, "Layer 3 · Head 7 · contribution ‖αf(x)‖")
+    assert url_query(page)["kind"] == ["contribution"]
+    norms = np.array(post(api, "/api/v1/contributions", {"text": text, "layers": [3], "heads": [7]})["contributions"][0][0])
+    z = drawn(page)
+    assert np.abs(z - norms).max() <= JSON_EXACT * max(1.0, float(norms.max()))
+    assert np.abs(z.sum(axis=1) - 1).max() > 1e-2  # the control: norms are not shares
+    expect(page.locator("#kind-note")).to_contain_text("Kobayashi")
+
+    page.go_back()
+    wait_title(page, "Rollout up to layer 3")
+
+
+def test_metrics_table_sorts_selects_and_states_its_thresholds(page: Page, api):
+    text = text_of(32)
+    expected = post(api, "/api/v1/metrics", {"text": text})
+    page.goto(link(text, layer=0, head=0))
+    rows = page.locator("#metrics-body tr")
+    expect(rows).to_have_count(72)
+    expect(page.locator("#metrics-thresholds")).to_contain_text("Clark")
+    broad = expected["thresholds"]["broad"]["at_least"]
+    expect(page.locator("#metrics-thresholds")).to_contain_text(f"{broad:.3f}")
+
+    # Sort by entropy: highest first, then lowest first; the order is the API's.
+    entropy = np.array(expected["metrics"]["entropy"])
+    page.locator("#metrics-head th[data-column=entropy] button").click()
+    expect(page.locator("#metrics-head th[data-column=entropy]")).to_have_attribute("aria-sort", "descending")
+    order = page.evaluate("() => Array.from(document.querySelectorAll('#metrics-body tr'), (tr) => [Number(tr.dataset.layer), Number(tr.dataset.head)])")
+    values = [entropy[layer][head] for layer, head in order]
+    assert values == sorted(values, reverse=True)
+    shown = page.evaluate("() => Array.from(document.querySelectorAll('#metrics-body tr td:nth-child(3)'), (td) => Number(td.dataset.value))")
+    assert np.abs(np.array(shown) - np.array(values)).max() <= 1e-6
+    page.locator("#metrics-head th[data-column=entropy] button").click()
+    expect(page.locator("#metrics-head th[data-column=entropy]")).to_have_attribute("aria-sort", "ascending")
+    first = page.evaluate("() => { const tr = document.querySelector('#metrics-body tr'); return [Number(tr.dataset.layer), Number(tr.dataset.head)]; }")
+    assert entropy[first[0]][first[1]] == entropy.min()
+
+    # Labels are the API's.
+    layer, head = 2, 4
+    row = page.locator(f"#metrics-body tr[data-layer='{layer}'][data-head='{head}']")
+    names = {"broad": "broad", "previous": "previous token", "next": "next token", "cls": "[CLS]", "sep": "[SEP]", "self": "self"}
+    expect(row.locator("td").last).to_have_text(", ".join(names[label] for label in expected["labels"][layer][head]))
+
+    # A click on a row selects that head.
+    row.click()
+    wait_title(page, f"Layer {layer} · Head {head}")
+    assert url_query(page)["layer"] == [str(layer)] and url_query(page)["head"] == [str(head)]
+    expect(row).to_have_class(re.compile("is-selected"))
+
+    # Colour the grid by the share to [SEP]: in the URL, the range stated is the API's.
+    page.locator("#colour-select").select_option("to_sep")
+    expect(page).to_have_url(re.compile(r"colour=to_sep"))
+    share = np.array(expected["metrics"]["to_sep"])
+    expect(page.locator("#colour-note")).to_contain_text(f"from {share.min():.3f} to {share.max():.3f}")
+
+
+@pytest.mark.parametrize("n_tokens", [32, 512])
+def test_a_shared_scale_and_a_gamma_are_used_and_stated(page: Page, api, n_tokens: int):
+    text = text_of(n_tokens)
+    page.goto(link(text, layer=1, head=2))
+    wait_title(page, "Layer 1 · Head 2")
+    own = page.evaluate("() => document.getElementById('heatmap').data[0].zmax")
+    weights = np.array(post(api, "/api/v1/attention", {"text": text, "layers": [1], "heads": [2]})["attention"][0][0])
+    assert abs(own - weights.max()) <= COMPACT
+
+    page.locator("#scale-select").select_option("shared")
+    expect(page).to_have_url(re.compile(r"scale=shared"))
+    expect(page.locator("#scale-legend")).to_contain_text("one scale shared by all heads")
+    every = np.array(post(api, "/api/v1/attention", {"text": text})["attention"])
+    page.wait_for_function("(own) => document.getElementById('heatmap').data[0].zmax !== own", arg=own)
+    shared = page.evaluate("() => document.getElementById('heatmap').data[0].zmax")
+    assert abs(shared - every.max()) <= COMPACT
+    assert shared > own  # the control: this head's maximum is not the largest of all heads
+
+    page.locator("#gamma-select").select_option("0.5")
+    expect(page).to_have_url(re.compile(r"gamma=0.5"))
+    expect(page.locator("#scale-legend")).to_contain_text("Gamma 0.5")
+    scale = page.evaluate("() => document.getElementById('heatmap').data[0].colorscale")
+    # the colour at a quarter of the scale is the linear scale's colour at a half
+    linear = page.evaluate("async () => (await import('/static/js/figures/colormap.js')).sequential(0.5)")
+    at_quarter = next(colour for position, colour in scale if abs(position - 0.25) < 1e-9)
+    assert at_quarter == f"rgb({','.join(map(str, linear))})"
+    assert np.abs(drawn(page) - weights).max() <= COMPACT  # z stays in weights
+
+
+@pytest.mark.parametrize("n_tokens", [32, 512])
+def test_focusing_a_token_highlights_its_row_and_column(page: Page, api, n_tokens: int):
+    text = text_of(n_tokens)
+    page.goto(link(text, layer=0, head=1))
+    wait_title(page, "Layer 0 · Head 1")
+    target = 5
+    page.locator(f"#tokens button.chip[data-index='{target}']").click()
+    expect(page).to_have_url(re.compile(rf"focus={target}"))
+    expect(page.locator(f"#tokens button.chip[data-index='{target}']")).to_have_attribute("aria-pressed", "true")
+    page.wait_for_function(
+        """(i) => document.getElementById('heatmap').layout.shapes.filter((s) => s.type === 'rect')
+                    .some((s) => s.x0 === i - 0.5 && s.x1 === i + 0.5)""",
+        arg=target,
+    )
+    rects = page.evaluate("() => document.getElementById('heatmap').layout.shapes.filter((s) => s.type === 'rect').map((s) => [s.x0, s.x1, s.y0, s.y1])")
+    n = n_tokens
+    assert [-0.5, n - 0.5, target - 0.5, target + 0.5] in rects  # its row
+    assert [target - 0.5, target + 0.5, -0.5, n - 0.5] in rects  # its column
+    assert target in page.evaluate("() => document.getElementById('heatmap').layout.xaxis.tickvals")
+    expect(page.locator("#focus-clear")).to_be_visible()
+
+    # A tick label focuses its token too.
+    label = page.locator("#heatmap .ytick text").nth(3)
+    index = page.evaluate("(el) => Math.round(el.__data__.x)", label.element_handle())
+    label.click()
+    expect(page).to_have_url(re.compile(rf"focus={index}(&|$)"))
+
+    page.locator("#focus-clear").click()
+    expect(page).not_to_have_url(re.compile(r"focus="))
+    expect(page.locator("#tokens button.chip[aria-pressed=true]")).to_have_count(0)
+
+
+def test_zooming_into_512_tokens_labels_every_token_in_view(page: Page, api):
+    text = text_of(512)
+    tokens = [token["text"] for token in post(api, "/api/v1/attention", {"text": text, "layers": [0], "heads": [0]})["tokens"]]
+    page.goto(link(text, layer=0, head=0))
+    wait_title(page, "Layer 0 · Head 0")
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    overview_ticks = page.evaluate("() => document.getElementById('heatmap').layout.xaxis.tickvals.length")
+    assert overview_ticks < 512  # thinned out when the whole input is in view
+    page.evaluate("() => window.Plotly.relayout(document.getElementById('heatmap'), {'xaxis.range': [199.5, 239.5], 'yaxis.range': [239.5, 199.5]})")
+    page.wait_for_function("() => document.getElementById('heatmap').layout.xaxis.tickvals.length === 40")
+    ticks = page.evaluate("() => [document.getElementById('heatmap').layout.xaxis.tickvals, document.getElementById('heatmap').layout.yaxis.tickvals]")
+    assert ticks == [list(range(200, 240)), list(range(200, 240))]
+    shown = page.evaluate("() => Array.from(document.querySelectorAll('#heatmap .xtick text'), (t) => t.textContent)")
+    assert sorted(shown) == sorted(tokens[200:240])
+
+
+def test_a_sentence_pair_draws_the_segment_boundary(page: Page, api):
+    text, pair = "Where is the station?", "It is next to the old bridge."
+    tokens = post(api, "/api/v1/attention", {"text": text, "text_pair": pair, "layers": [0], "heads": [0]})["tokens"]
+    first_b = next(i for i, token in enumerate(tokens) if token["segment"] == 1)
+    page.goto(f"/?text={quote(text)}&pair={quote(pair)}&layer=1&head=1")
+    wait_title(page, "Layer 1 · Head 1")
+    lines = page.evaluate("() => document.getElementById('heatmap').layout.shapes.filter((s) => s.type === 'line').map((s) => [s.x0, s.x1, s.y0, s.y1])")
+    n, at = len(tokens), first_b - 0.5
+    assert [at, at, -0.5, n - 0.5] in lines and [-0.5, n - 0.5, at, at] in lines
+    # and on every kind
+    page.locator("#kind-select").select_option("rollout")
+    wait_title(page, "Rollout up to layer 1")
+    lines = page.evaluate("() => document.getElementById('heatmap').layout.shapes.filter((s) => s.type === 'line').map((s) => [s.x0, s.x1])")
+    assert [at, at] in lines
+    # a single sentence has none
+    page.goto(link(text, layer=1, head=1))
+    wait_title(page, "Layer 1 · Head 1")
+    assert page.evaluate("() => document.getElementById('heatmap').layout.shapes.filter((s) => s.type === 'line').length") == 0
+
+
+STATIC_IMPORT = re.compile(r"^\s*import\s+(?:[^'\"]*?\s+from\s+)?['\"]([^'\"]+)['\"]", re.MULTILINE)
+EXPORT_FROM = re.compile(r"^\s*export\s+[^'\"]*?\s+from\s+['\"]([^'\"]+)['\"]", re.MULTILINE)
+
+
+def static_closure(entry: Path) -> set[str]:
+    """Every module the entry imports statically (import declarations, not import()), as /static/... URLs."""
+    seen: set[Path] = set()
+    todo = [entry]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        source = module.read_text(encoding="utf-8")
+        for spec in STATIC_IMPORT.findall(source) + EXPORT_FROM.findall(source):
+            todo.append((module.parent / spec).resolve())
+    return {"/" + str(path.relative_to(ROOT)) for path in seen if path != entry}
+
+
+def test_the_cold_page_preloads_exactly_the_explorers_static_imports(page: Page):
+    html = (ROOT / "templates" / "index.html").read_text(encoding="utf-8")
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="([^"]+)">', html))
+    assert preloaded == static_closure(ROOT / "static" / "js" / "explorer-page.js")
+    assert "/static/vendor/plotly.min.js" not in preloaded
+    # the page itself: the grid is drawn before plotly.js has run
+    page.goto(link(text_of(32), layer=0, head=0))
+    expect(page.locator("#overview button.thumb")).to_have_count(72)
+    wait_title(page, "Layer 0 · Head 0")
