@@ -12,6 +12,7 @@ from typing import Annotated, Generic, TypeVar, cast
 import anyio
 from fastapi import Body, Depends, Request
 
+from model.analysis import Edit
 from model.errors import PairNotSupported, checked_index, checked_indices
 from model.pretrained import PretrainedEncoder
 from model.registry import ModelSpec
@@ -61,6 +62,7 @@ class Resolved(Generic[R]):
     encoded: Encoded
     layers: list[int]  # /trace: the one traced layer
     heads: list[int]
+    edit: Edit | None = None  # /attention and its summary: checked against the model and the input
 
     @property
     def tokens(self) -> list[TokenInfo]:
@@ -82,7 +84,12 @@ def resolve(hub: ModelHub, req: R) -> Resolved[R]:
         heads = checked_indices(req.heads, cfg.n_heads, "heads")
     else:
         layers, heads = list(range(cfg.n_layers)), list(range(cfg.n_heads))
-    return Resolved(req, spec, model, model.tokenizer.encode(req.text, req.text_pair), layers, heads)
+    encoded = model.tokenizer.encode(req.text, req.text_pair)
+    edit = None
+    if isinstance(req, AttentionRequest) and req.edit is not None:
+        edit = req.edit.to_edit()
+        edit.check(cfg.n_layers, cfg.n_heads, len(encoded))
+    return Resolved(req, spec, model, encoded, layers, heads, edit)
 
 
 def resolved(kind: type[R]) -> Callable[..., Resolved[R]]:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from model.analysis import Edit
 from model.errors import UnknownModel
 from model.maps import AttentionMaps
 from model.pretrained import CheckpointError, PretrainedEncoder
@@ -181,20 +182,21 @@ class ModelHub:
         return MODELS[mid], self.loaded[mid]
 
     def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None, compact: bool = False,
-                  gone: Callable[[], bool] | None = None) -> AttentionMaps:
+                  edit: Edit | None = None, gone: Callable[[], bool] | None = None) -> AttentionMaps:
         """All attention maps of one input (float32, or uint16 when compact), from the cache when it has them."""
-        key = (model_id, text, pair, compact)
-        return self.cache.get(key) or self.run(self._forward, key, model_id, encoded, compact, None, gone=gone)
+        key = (model_id, text, pair, compact, edit)
+        return self.cache.get(key) or self.run(self._forward, key, model_id, encoded, compact, edit, None, gone=gone)
 
     async def attention_layers(self, model_id: str, encoded: Encoded, text: str, pair: str | None,
-                               layers: list[int], compact: bool) -> AsyncIterator[torch.Tensor]:
+                               layers: list[int], compact: bool, edit: Edit | None = None,
+                               ) -> AsyncIterator[torch.Tensor]:
         """Each chosen layer's (H, T, T) maps in the order given, each as soon as the forward has made it.
 
         Runs on the event loop; the forward runs on the worker and hands over every layer when its softmax
         is done, so an answer can send layer 0 while layer 1 is computed. A client that leaves (the
         answer's stream is cancelled) drops its queued forward, or stops a running one at its next layer.
         """
-        key = (model_id, text, pair, compact)
+        key = (model_id, text, pair, compact, edit)
         maps = self.cache.get(key)
         if maps is not None:
             for i in layers:
@@ -203,7 +205,7 @@ class ModelHub:
         feed = LayerFeed(asyncio.get_running_loop())
         with self._stats_lock:
             self.stats["queued"] += 1
-        job = self._worker.submit(self._forward, key, model_id, encoded, compact, feed)
+        job = self._worker.submit(self._forward, key, model_id, encoded, compact, edit, feed)
         job.add_done_callback(self._job_done)
         try:
             async for block in feed.layers(layers):
@@ -221,13 +223,13 @@ class ModelHub:
             if not job.cancelled() and isinstance(job.exception(), ClientGone):
                 self.stats["dropped"] += 1
 
-    def _forward(self, key: tuple[Any, ...], model_id: str, encoded: Encoded, compact: bool,
+    def _forward(self, key: tuple[Any, ...], model_id: str, encoded: Encoded, compact: bool, edit: Edit | None,
                  feed: LayerFeed | None) -> AttentionMaps:
         """On the worker: the maps from the cache (a request queued before may have made them) or a forward."""
         try:
             maps = self.cache.get(key)
             if maps is None:
-                maps = self.loaded[model_id].attention_maps(encoded, compact, feed.publish if feed else None)
+                maps = self.loaded[model_id].attention_maps(encoded, compact, feed.publish if feed else None, edit)
                 self._housekeeper.evicted(self.cache.put(key, maps, maps.nbytes))
             elif feed is not None:
                 for i, block in enumerate(maps.per_layer):

@@ -15,6 +15,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from .analysis import Edit
 from .config import EncoderConfig
 from .maps import AttentionMaps, quantize_u16
 from .tokenizer import Encoded, Tokenizer
@@ -115,15 +116,16 @@ class PretrainedEncoder:
     def cfg(self) -> EncoderConfig:
         return self.encoder.cfg
 
-    def run(self, encoded: Encoded, trace: Trace | None = None) -> torch.Tensor:
-        """Forward one tokenized input; returns the last hidden state (1, T, D)."""
+    def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None) -> torch.Tensor:
+        """Forward one tokenized input (with a what-if edit when given); returns the last hidden state (1, T, D)."""
         ids = torch.tensor([encoded.ids])  # (1, T)
         segments = torch.tensor([encoded.segments])  # (1, T)
-        hidden: torch.Tensor = self.encoder(ids, segments, trace=trace)  # (1, T, D)
+        hidden: torch.Tensor = self.encoder(ids, segments, trace=trace, edit=edit)  # (1, T, D)
         return hidden
 
     def attention_maps(self, encoded: Encoded, compact: bool = False,
-                       on_layer: Callable[[int, torch.Tensor], None] | None = None) -> AttentionMaps:
+                       on_layer: Callable[[int, torch.Tensor], None] | None = None,
+                       edit: Edit | None = None) -> AttentionMaps:
         """Every layer's and head's attention weights for one input, float32 or (compact) uint16.
 
         A compact layer is quantized right after its softmax, inside the forward, so its float32
@@ -146,7 +148,7 @@ class PretrainedEncoder:
             return block
 
         trace = Trace(steps=("softmax",), on_record=keep)
-        self.run(encoded, trace)
+        self.run(encoded, trace, edit)
         return AttentionMaps(tuple(trace.tensor(i, "softmax") for i in range(self.cfg.n_layers)))
 
     def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:

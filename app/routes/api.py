@@ -67,6 +67,13 @@ MODEL_RULES = (
     "`text_pair` only for a model with `pairs`, else 422 (`pair_not_supported`); {indices}, else 422 "
     "(`index_out_of_range`, `loc` names the field)."
 )
+EDIT_DOC = (
+    " **What-if edits**: `edit` changes one layer's chosen heads (temperature, hidden keys, ablation: see the "
+    "AttentionEdit schema) and recomputes every later layer on the edited hidden state; layers before it are "
+    "unchanged and the answer says `edited: true`. Edited maps are cached apart from the model's own. Its "
+    "indices are checked before the model runs: 422 `index_out_of_range` or `edit_hidden_key` at "
+    "[\"body\", \"edit\", ...]."
+)
 MAPS_ERRORS: dict[int | str, dict[str, Any]] = {
     200: BINARY_ANSWER,
     404: documented_error("Unknown model; `detail` names the models that exist."),
@@ -89,14 +96,14 @@ def _refuse_json_over_cap(encoding: Encoding, cap: int, r: Resolved[Any], side: 
 
 
 def _fields(r: Resolved[Any]) -> dict[str, Any]:
-    return {"model": r.spec.id, "tokens": r.tokens, "layers": r.layers, "heads": r.heads}
+    return {"model": r.spec.id, "tokens": r.tokens, "layers": r.layers, "heads": r.heads, "edited": r.edit is not None}
 
 
 def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryResponse], fields: dict[str, Any],
                  r: Resolved[Any], hub: ModelHub, pooled_to: int | None = None) -> Response:
     """The chosen maps as they come out of the forward, layer by layer, in the encoding asked for."""
     compact = encoding is Encoding.u16
-    layers = hub.attention_layers(r.spec.id, r.encoded, r.req.text, r.req.text_pair, r.layers, compact)
+    layers = hub.attention_layers(r.spec.id, r.encoded, r.req.text, r.req.text_pair, r.layers, compact, r.edit)
 
     def view(block: torch.Tensor) -> torch.Tensor:
         chosen = pick_heads(block, r.heads)
@@ -125,6 +132,7 @@ def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryR
         "(layer, head, query, key). The JSON answer cap (layers x heads x N x N numbers, "
         "ATTNSCOPE_MAX_JSON_VALUES, default 2,500,000) is checked before the model runs: 413. Repeated "
         "requests for the same model and text are answered from a cache."
+        + EDIT_DOC
         + MODEL_RULES.format(indices="every layer index below the model's `n_layers`, every head index below "
                              "its `n_heads`")
     ),
@@ -143,7 +151,7 @@ def attention(r: AttentionInput, hub: Hub, settings: SettingsDep, encoding: Enco
         "Like /attention, but each map is max-pooled to at most `size` x `size` (default and limit 64): each "
         "cell holds the largest weight of its block of tokens (`bins` gives each block's token range), so no "
         "strong weight vanishes. These are display summaries, not weights: rows no longer sum to 1. Inputs "
-        "of at most `size` tokens come back unpooled."
+        "of at most `size` tokens come back unpooled." + EDIT_DOC
         + MODEL_RULES.format(indices="every layer index below the model's `n_layers`, every head index below "
                              "its `n_heads`")
     ),

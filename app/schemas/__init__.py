@@ -97,6 +97,8 @@ class AttentionRequest(TextRequest):
     model_config = ConfigDict(json_schema_extra=examples(
         {"text": "The cat sat on the mat.", "layers": [2], "heads": [5]},
         {"text": "Where did the dog go?", "text_pair": "It went home.", "model": "minilm", "layers": [0, 5]},
+        {"text": "The cat sat on the mat because it was tired.", "layers": [2, 3],
+         "edit": {"layer": 2, "heads": [5], "temperature": 3}},
     ))
 
     layers: Indices | None = Field(
@@ -106,6 +108,10 @@ class AttentionRequest(TextRequest):
     heads: Indices | None = Field(
         None, description="Distinct head indices, kept in the order given; null means all. "
         "Each must be below the model's n_heads."
+    )
+    edit: AttentionEdit | None = Field(
+        None, description="A what-if edit of one layer's heads; every later layer is recomputed on the edited "
+        "hidden state, and the answer says `edited: true`. Null: the model as it is."
     )
 
 
@@ -248,11 +254,15 @@ class TokenInfo(BaseModel):
     )
 
 
+EDITED_DOC = "True when the request carried an `edit`: these are the maps of the edited model."
+
+
 class AttentionResponse(BaseModel):
     model: str
     tokens: list[TokenInfo]
     layers: list[int]
     heads: list[int]
+    edited: bool = Field(False, description=EDITED_DOC)
     attention: list[list[list[list[float]]]] = Field(
         description="Axis order (layer, head, query, key); attention[i][j] is the map of layers[i], heads[j]."
     )
@@ -357,6 +367,7 @@ class SummaryResponse(BaseModel):
     heads: list[int]
     size: int = Field(description="M, the side of each pooled map: min(N, requested size).")
     bins: list[tuple[int, int]] = Field(description="Token range [start, end) covered by each pooled row and column.")
+    edited: bool = Field(False, description=EDITED_DOC)
     attention: list[list[list[list[float]]]] = Field(
         description="Display summary, not attention weights: each cell is the largest weight in its block, so "
         "no strong weight vanishes, and rows no longer sum to 1. Axis order (layer, head, row, column)."
@@ -450,3 +461,10 @@ class PositionsResponse(BaseModel):
         None, description="alibi: H x N x N (head, query, key), bias[h][i][j] = -slopes[h] * |i - j|; else null."
     )
     slopes: list[float] | None = Field(None, description="alibi: H slopes, slopes[h] = 2^(-8(h+1)/H); else null.")
+
+
+# The edit of /attention is defined beside the analysis routes' models, which build on the models above.
+from .analysis import AttentionEdit  # noqa: E402
+
+AttentionRequest.model_rebuild()
+SummaryRequest.model_rebuild()
