@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import plotly
@@ -15,12 +16,14 @@ from ..templates import templates
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
+VERSION = importlib.metadata.version("attnscope")
+
 router = APIRouter()
 
 
 @router.get("/healthz", response_model=Health, tags=["service"], summary="200 once the default model is loaded")
 def healthz(hub: Hub) -> Health:
-    return Health(status="ok", jobs=Jobs(**hub.stats))
+    return Health(status="ok", version=VERSION, jobs=Jobs(**hub.stats))
 
 
 @router.get("/docs", response_class=HTMLResponse, include_in_schema=False)

@@ -381,6 +381,7 @@ class Jobs(BaseModel):
 
 class Health(BaseModel):
     status: str
+    version: str = Field(description="attnscope's version (exports carry it).")
     jobs: Jobs
 
 

@@ -1,5 +1,6 @@
 """The /api/v1/attention and /api/v1/models contract, and each error it promises."""
 
+import importlib.metadata
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,8 @@ def test_models(client):
 
 
 def test_healthz(client):
-    assert client.get("/healthz").json() == {"status": "ok", "jobs": {"queued": 0, "dropped": 0}}
+    assert client.get("/healthz").json() == {"status": "ok", "version": importlib.metadata.version("attnscope"),
+                                             "jobs": {"queued": 0, "dropped": 0}}
 
 
 def test_full_answer_shape_rows_and_tokens(client):
