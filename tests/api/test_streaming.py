@@ -1,0 +1,102 @@
+"""Maps leave the model worker layer by layer (app/hub.py attention_layers), quantized inside the forward.
+
+The real model runs on the hub's real worker thread; the only addition is a gate in the model's
+per-layer callback, so the tests can hold the forward between two layers and see what has arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from app.hub import ModelHub
+from model.pretrained import PretrainedEncoder
+
+TEXT = " ".join(f"word{i % 17} line{i % 5}" for i in range(100))  # 400 tokens
+
+
+class HeldAfterLayer0(PretrainedEncoder):
+    """The packaged model, whose forward waits after layer 0 until the test releases it."""
+
+    def __init__(self, model: PretrainedEncoder) -> None:
+        super().__init__(model.encoder, model.tokenizer)
+        self.layer0_sent = threading.Event()
+        self.release = threading.Event()
+
+    def attention_maps(self, encoded, compact=False, on_layer=None, edit=None):
+        def gate(layer, block):
+            on_layer(layer, block)
+            if layer == 0:
+                self.layer0_sent.set()
+                assert self.release.wait(60), "the test never released the forward"
+
+        return super().attention_maps(encoded, compact, gate if on_layer else None, edit)
+
+
+@pytest.fixture(scope="module")
+def hub():
+    h = ModelHub("minilm", cache_bytes=256 << 20, torch_threads=2)
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def held(hub):
+    plain = hub.loaded["minilm"]
+    model = hub.loaded["minilm"] = HeldAfterLayer0(plain)
+    yield model
+    model.release.set()
+    hub.loaded["minilm"] = plain
+
+
+def test_compact_maps_are_the_float_weights_rounded_to_uint16(hub):
+    encoded = hub.loaded["minilm"].tokenizer.encode(TEXT)
+    floats = hub.attention("minilm", encoded, TEXT, None)
+    compact = hub.attention("minilm", encoded, TEXT, None, compact=True)
+    for f, c in zip(floats.per_layer, compact.per_layer, strict=True):
+        weights, values = f.numpy().astype(np.float64), c.numpy()
+        assert values.dtype == np.uint16
+        assert np.abs(values / 65535 - weights).max() <= 7.7e-6  # the documented bound (1/131070 + float32 rounding)
+        exact = np.rint(weights * 65535)  # float64; the server rounds w * 65535 in float32 (ties may differ)
+        assert np.abs(values - exact).max() <= 1 and np.mean(values == exact) > 0.999
+    assert compact.nbytes * 2 == floats.nbytes
+
+
+def test_layer_0_arrives_while_the_forward_is_still_running(hub, held):
+    encoded = held.tokenizer.encode(TEXT + " streamed")
+
+    async def consume():
+        layers = hub.attention_layers("minilm", encoded, TEXT + " streamed", None, [0, 5, 2], compact=True)
+        first = await anext(layers)
+        running = held.layer0_sent.is_set() and not held.release.is_set()
+        held.release.set()
+        return first, running, [block async for block in layers]
+
+    first, running, rest = asyncio.run(consume())
+    assert running  # layer 0 was in the client's hands while the forward was held before layer 1
+    whole = hub.attention("minilm", encoded, TEXT + " streamed", None, compact=True)  # now from the cache
+    for block, layer in zip([first, *rest], [0, 5, 2], strict=True):
+        assert block.equal(whole.per_layer[layer])
+
+
+def test_a_client_that_leaves_stops_the_forward_at_its_next_layer(hub, held):
+    text = TEXT + " left early"
+    encoded = held.tokenizer.encode(text)
+    dropped = hub.stats["dropped"]
+
+    async def leave_after_layer_0():
+        layers = hub.attention_layers("minilm", encoded, text, None, list(range(6)), compact=True)
+        await anext(layers)
+        await layers.aclose()  # what a cancelled answer's stream does
+        held.release.set()
+
+    asyncio.run(leave_after_layer_0())
+    for _ in range(600):
+        if hub.stats["queued"] == 0:
+            break
+        threading.Event().wait(0.05)
+    assert hub.stats == {"queued": 0, "dropped": dropped + 1}
+    assert hub.cache.get(("minilm", text, None, True, None)) is None  # nothing half-made was cached
