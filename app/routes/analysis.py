@@ -46,7 +46,8 @@ router = APIRouter(
     },
 )
 
-ALL_INDICES = "every layer and head (no index fields)"
+# MODEL_RULES for a route without index fields (it answers for every layer and head)
+TEXT_RULES = MODEL_RULES.split("; {indices}")[0] + "."
 
 
 def _resolve(hub: ModelHub, req: Any) -> Resolved[Any]:
@@ -105,7 +106,7 @@ def _aggregate(model: PretrainedEncoder, encoded: Encoded, kind: str, residual: 
         "mean_h A_l with each row divided by its own sum, R_0 = Â_0, R_l = Â_l·R_(l−1); `maps[l]` is R_l, "
         "how much each input token reaches token i's representation after layer l. The answer holds "
         "L x N x N numbers; over the JSON cap (ATTNSCOPE_MAX_JSON_VALUES, default 2,500,000): 413, checked "
-        "before the model runs." + MODEL_RULES.format(indices=ALL_INDICES)
+        "before the model runs." + TEXT_RULES
     ),
 )
 def aggregate(r: AggregateInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
@@ -139,7 +140,7 @@ def _rule(label: str, metric: str, value: float) -> str:
         + "; ".join(f"`{name}` {doc}" for name, doc in analysis.METRIC_DOCS.items())
         + ". `labels` names the heads' types from stated thresholds (`thresholds`, in the style of Clark et "
         "al. 2019): `broad` (entropy ≥ 0.8·ln N), `previous`, `next`, `cls`, `sep`, `self` (that share ≥ 0.5)."
-        + MODEL_RULES.format(indices=ALL_INDICES)
+        + TEXT_RULES
     ),
 )
 def metrics(r: MetricsInput, hub: Hub, gone: ClientLeft) -> Response:

@@ -176,6 +176,7 @@ def test_the_openapi_schema_documents_the_routes(client):
             assert status in post_op["responses"]
         for rule in ("max_tokens", "unknown_model", "too_many_tokens", "pair_not_supported"):
             assert rule in post_op["description"]
+        assert "{" not in post_op["description"]  # the shared rules text filled in
 
 
 # ---- the edit's request model (the lead adds it to /attention) ----

@@ -116,11 +116,12 @@ def api_schema(fuzz_server):
 OPERATIONS = [
     ("GET", "/api/v1/models"), ("POST", "/api/v1/attention"), ("POST", "/api/v1/attention/summary"),
     ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("POST", "/api/v1/toy/backward"),
+    ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
     ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/positions"), ("GET", "/iris"),
-    ("GET", "/cost"),
+    ("GET", "/cost"), ("GET", "/compare"),
 ]
 TRAIN = ("POST", "/api/v1/iris/train")
 # Operations on a job: the fuzzer never holds the id of a job the server made, so each schema-valid

@@ -35,7 +35,8 @@ def test_every_request_body_documents_examples(spec):
     bodies = list(_bodies(spec))
     assert {path for _, path, _, _ in bodies} == {"/api/v1/attention", "/api/v1/attention/summary",
                                                   "/api/v1/trace", "/api/v1/toy", "/api/v1/toy/backward",
-                                                  "/api/v1/iris/train", "/api/v1/iris/predict"}
+                                                  "/api/v1/iris/train", "/api/v1/iris/predict",
+                                                  "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions"}
     for method, path, media, schema in bodies:
         assert schema.get("examples"), f"{method} {path}: the schema has no examples"
         # Swagger UI's "Try it out" starts from the first named example of the body
@@ -66,7 +67,7 @@ def test_every_documented_example_is_answered_200(spec, live_server):
             if accepted == 202:
                 assert httpx.delete(f"{live_server.base}/api/v1/iris/train/{r.json()['job']}").status_code == 204
             posted += 1
-    assert posted >= 11
+    assert posted >= 17
 
 
 def _field(spec, schema_name, field):
@@ -75,16 +76,20 @@ def _field(spec, schema_name, field):
 
 
 def test_the_schema_states_the_rules_it_can(spec):
-    for name in ("AttentionRequest", "SummaryRequest", "TraceRequest"):
+    for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "AggregateRequest", "MetricsRequest",
+                 "ContributionsRequest"):
         for field in ("text", "text_pair"):
             text = _field(spec, name, field)
             assert text["minLength"] == 1 and text["pattern"] == NON_BLANK
-    for name in ("AttentionRequest", "SummaryRequest"):
+    for name in ("AttentionRequest", "SummaryRequest", "ContributionsRequest"):
         for field in ("layers", "heads"):
             indices = _field(spec, name, field)
             assert indices["uniqueItems"] is True and indices["minItems"] == 1 and indices["items"]["minimum"] == 0
     assert _field(spec, "TraceRequest", "layer")["minimum"] == 0
     assert _field(spec, "TraceRequest", "head")["minimum"] == 0
+    residual = _field(spec, "AggregateRequest", "residual")
+    assert (residual["minimum"], residual["maximum"]) == (0, 1)
+    assert _field(spec, "AggregateRequest", "kind")["enum"] == ["mean", "rollout"]
     summary_size = _field(spec, "SummaryRequest", "size")
     assert (summary_size["minimum"], summary_size["maximum"]) == (1, 64)
     n_heads = _field(spec, "ToyRequest", "n_heads")
@@ -95,13 +100,14 @@ def test_the_schema_states_the_rules_it_can(spec):
         assert (matrix["items"]["minItems"], matrix["items"]["maxItems"]) == (1, 64)
         number = matrix["items"]["items"]
         assert (number["minimum"], number["maximum"]) == (-1e6, 1e6)
-    for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "ToyRequest", "ToyWeights"):
+    for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "ToyRequest", "ToyWeights",
+                 "AggregateRequest", "MetricsRequest", "ContributionsRequest"):
         assert spec["components"]["schemas"][name]["additionalProperties"] is False
 
 
 def test_model_dependent_rules_are_documented_on_the_routes(spec):
     paths = spec["paths"]
-    for path in ("/api/v1/attention", "/api/v1/attention/summary", "/api/v1/trace"):
+    for path in ("/api/v1/attention", "/api/v1/attention/summary", "/api/v1/trace", "/api/v1/contributions"):
         text = paths[path]["post"]["description"]
         for rule in ("max_tokens", "n_layers", "n_heads", "pairs", "unknown_model", "index_out_of_range"):
             assert rule in text, f"{path} does not document {rule}"
