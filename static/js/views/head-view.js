@@ -556,7 +556,7 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
   /** Keep only the lines of query token `index` (null: every token's). */
   function focus(index) {
     const next = index === null || index === undefined || index >= n ? null : { side: 'query', index };
-    if (next?.index === focused?.index && next?.side === focused?.side) return;
+    if (next?.index === focused?.index) return; // a clicked key keeps its side
     setFocused(next);
     if (next) scrollToRow(next.index);
     paint();

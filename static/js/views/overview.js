@@ -1,6 +1,9 @@
 // The grid of every layer's and head's attention map, drawn on canvases
 // (one pixel per weight, scaled up by CSS) rather than 72 Plotly plots.
-import { attentionPixels, cssGradient } from '../figures/colormap.js';
+// The grid can be coloured by a number per head (a frame around each map, its value in the map's name),
+// scaled per head or with one scale for all heads (with a gamma for small weights), and can mark one
+// token's row and column on every map (with pooled maps, the bins that hold the token).
+import { attentionPixels, cssGradient, matrixMax, sequential } from '../figures/colormap.js';
 import { t } from '../i18n/index.js';
 
 const ARROWS = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
@@ -12,8 +15,7 @@ function label(text, className = 'axis-label') {
   return element;
 }
 
-function thumbnail(matrix, layer, head, row, col) {
-  const n = matrix.length;
+function thumbnail(layer, head, row, col, side) {
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'thumb';
@@ -21,16 +23,35 @@ function thumbnail(matrix, layer, head, row, col) {
   button.dataset.head = String(head);
   button.dataset.row = String(row);
   button.dataset.col = String(col);
-  button.setAttribute('aria-label', t('explorer.overview.thumb', { layer, head }));
   button.setAttribute('aria-pressed', 'false');
   button.tabIndex = -1; // one tab stop for the grid (the selected map); arrow keys move inside it
-  button.title = t('figure.layerHead', { layer, head });
+  const map = document.createElement('span');
+  map.className = 'thumb-map';
   const canvas = document.createElement('canvas');
-  canvas.width = n;
-  canvas.height = n;
-  if (n > 0) canvas.getContext('2d').putImageData(new ImageData(attentionPixels(matrix), n, n), 0, 0);
-  button.append(canvas);
+  canvas.width = side;
+  canvas.height = side;
+  map.append(canvas);
+  button.append(map);
   return button;
+}
+
+/** A metric's value as written in a map's name: 3 significant digits. */
+function formatValue(value) {
+  if (!Number.isFinite(value)) return String(value);
+  return Math.abs(value) >= 100 ? value.toFixed(0) : value.toPrecision(3).replace(/\.?0+$/, '');
+}
+
+/** The pooled rows (bins) that hold a token: [first, last] of the bins whose [start, end) contains it. */
+function binsOf(index, bins) {
+  let first = -1;
+  let last = -1;
+  bins.forEach(([start, end], i) => {
+    if (start <= index && index < end) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  });
+  return first < 0 ? null : [first, last];
 }
 
 /**
@@ -38,11 +59,16 @@ function thumbnail(matrix, layer, head, row, col) {
  * move between them, Enter or Space (or a click) selects.
  * @param {HTMLElement} root the grid container
  * @param {{onSelect: (layer: number, head: number) => void, colourRamp?: HTMLElement}} options
+ * @returns {{render: Function, select: Function, colourBy: Function, scale: Function, focus: Function}}
  */
 export function createOverview(root, { onSelect, colourRamp }) {
   /** @type {HTMLButtonElement[][]} buttons[row][col] */
   let buttons = [];
   let selected = null;
+  let data = null; // {layers, heads, attention, bins}
+  let scaling = { shared: false, gamma: 1 };
+  let metric = null; // {values, label, min, max}
+  let focused = null;
 
   if (colourRamp) colourRamp.style.background = cssGradient();
 
@@ -64,19 +90,95 @@ export function createOverview(root, { onSelect, colourRamp }) {
     }
   });
 
-  /** Draw every map of an /attention response. */
-  function render({ layers, heads, attention }) {
+  function paintMaps() {
+    if (!data) return;
+    const shared = scaling.shared ? Math.max(0, ...data.attention.flat().map((matrix) => matrixMax(matrix))) : null;
+    buttons.forEach((rowButtons, row) => rowButtons.forEach((button, col) => {
+      const matrix = data.attention[row][col];
+      const n = matrix.length;
+      const max = shared ?? matrixMax(matrix);
+      button.dataset.max = String(max);
+      if (n > 0) {
+        button.querySelector('canvas').getContext('2d')
+          .putImageData(new ImageData(attentionPixels(matrix, max, scaling.gamma), n, n), 0, 0);
+      }
+    }));
+    if (colourRamp) colourRamp.style.background = cssGradient('to right', { gamma: scaling.gamma }); // ui-text: not UI (a CSS keyword)
+    root.dataset.scale = scaling.shared ? 'shared' : 'own';
+    root.dataset.gamma = String(scaling.gamma);
+  }
+
+  function nameButtons() {
+    for (const button of buttons.flat()) {
+      const layer = Number(button.dataset.layer);
+      const head = Number(button.dataset.head);
+      const value = metric?.values?.[Number(button.dataset.row)]?.[Number(button.dataset.col)];
+      if (metric && value !== undefined && value !== null) {
+        const span = metric.max - metric.min;
+        const share = span > 0 ? (value - metric.min) / span : 0.5;
+        button.classList.add('has-metric');
+        button.style.setProperty('--metric', `rgb(${sequential(share).join(',')})`);
+        button.dataset.value = String(value);
+        const name = t('overview.thumbValue', { layer, head, label: metric.label, value: formatValue(value) });
+        button.setAttribute('aria-label', name);
+        button.title = name;
+      } else {
+        button.classList.remove('has-metric');
+        button.style.removeProperty('--metric');
+        delete button.dataset.value;
+        button.setAttribute('aria-label', t('explorer.overview.thumb', { layer, head }));
+        button.title = t('figure.layerHead', { layer, head });
+      }
+    }
+    if (metric) root.dataset.metric = metric.label; else delete root.dataset.metric;
+  }
+
+  function markFocus() {
+    for (const mark of root.querySelectorAll('.thumb-focus')) mark.remove();
+    delete root.dataset.focus;
+    if (!data || focused === null) return;
+    const side = data.attention[0]?.[0]?.length ?? 0;
+    const bins = data.bins ?? Array.from({ length: side }, (_, i) => [i, i + 1]);
+    const range = binsOf(focused, bins);
+    if (!range || !side) return;
+    root.dataset.focus = String(focused);
+    root.dataset.focusBins = `${range[0]}-${range[1]}`;
+    const start = `${(100 * range[0]) / side}%`;
+    const size = `${(100 * (range[1] - range[0] + 1)) / side}%`;
+    for (const button of buttons.flat()) {
+      const row = document.createElement('span');
+      row.className = 'thumb-focus thumb-focus-row';
+      row.style.top = start;
+      row.style.height = size;
+      const col = document.createElement('span');
+      col.className = 'thumb-focus thumb-focus-col';
+      col.style.left = start;
+      col.style.width = size;
+      button.firstElementChild.append(row, col);
+    }
+  }
+
+  /**
+   * Draw every map of an /attention or /attention/summary response: {layers, heads, attention[i][j] (rows),
+   * bins?} (bins: the token range [start, end) of each pooled row and column).
+   */
+  function render({ layers, heads, attention, bins = null }) {
+    data = { layers, heads, attention, bins };
     root.style.setProperty('--heads', String(heads.length));
     const cells = [label('')];
     for (const head of heads) cells.push(label(`H${head}`));
     buttons = layers.map((layer, row) => {
       cells.push(label(`L${layer}`));
-      const rowButtons = heads.map((head, col) => thumbnail(attention[row][col], layer, head, row, col));
+      const rowButtons = heads.map((head, col) => thumbnail(layer, head, row, col, attention[row][col].length));
       cells.push(...rowButtons);
       return rowButtons;
     });
     root.replaceChildren(...cells);
     selected = null;
+    metric = null;
+    paintMaps();
+    nameButtons();
+    markFocus();
   }
 
   /** Outline the thumbnail of (layer, head). */
@@ -87,5 +189,28 @@ export function createOverview(root, { onSelect, colourRamp }) {
     for (const row of buttons) for (const button of row) button.tabIndex = button === selected ? 0 : -1;
   }
 
-  return { render, select };
+  /**
+   * Colour each map's frame by one number per head (values[row][col], rows and columns as rendered), on the
+   * sequential scale from min to max; its name (aria-label and title) says the value. null: no frames.
+   */
+  function colourBy(values, { label: name = '', min = 0, max = 1 } = {}) {
+    metric = values ? { values, label: name, min, max } : null;
+    nameButtons();
+  }
+
+  /** Each head to its own largest weight (shared: false) or one scale for all; colour = (w / max)^gamma. */
+  function scale({ shared = false, gamma = 1 } = {}) {
+    const next = { shared: Boolean(shared), gamma: gamma > 0 ? gamma : 1 };
+    if (next.shared === scaling.shared && next.gamma === scaling.gamma) return;
+    scaling = next;
+    paintMaps();
+  }
+
+  /** Mark token `index`'s row and column on every map (null: none). */
+  function focus(index) {
+    focused = index === null || index === undefined ? null : index;
+    markFocus();
+  }
+
+  return { render, select, colourBy, scale, focus };
 }
