@@ -155,13 +155,6 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
     }
   }
 
-  /** Calls visit(head position, entry index) for each line of the selection, visible heads only. */
-  function eachLine(chosen, visit) {
-    for (let h = 0; h < heads.length; h += 1) {
-      if (visible.has(heads[h])) eachLineOf(h, chosen, (e) => visit(h, e));
-    }
-  }
-
   function countLines(chosen) {
     let count = 0;
     for (let h = 0; h < heads.length; h += 1) {
@@ -184,6 +177,7 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
     const height = Math.max(1, Math.min(total, view));
     const width = Math.max(1, lanes.clientWidth);
     const dpr = Math.min(window.devicePixelRatio || 1, MAX_CANVAS / height, MAX_CANVAS / width);
+    if (width === layout.width && height === layout.height && dpr === layout.dpr) return false;
     stage.style.height = `${height}px`;
     for (const canvas of [base, overlay]) {
       canvas.width = Math.round(width * dpr);
@@ -192,6 +186,7 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
       canvas.style.height = `${height}px`;
     }
     layout = { width, height, dpr, offset: 0 };
+    return true;
   }
 
   const levelOf = (w) => Math.min(LEVELS, Math.max(1, Math.round(w * LEVELS)));
@@ -519,8 +514,7 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
     schedule();
   }, { passive: true });
   const resize = new ResizeObserver(() => {
-    if (!n) return;
-    measure();
+    if (!n || !measure()) return;
     stale = true;
     paint();
   });
