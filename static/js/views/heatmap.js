@@ -29,7 +29,7 @@ function relabel(gd) {
 
 /** Tick labels are buttons of a kind: a click on one focuses its token. */
 function bindTickLabels(gd) {
-  for (const text of gd.querySelectorAll('.xtick text, .ytick text')) {
+  for (const text of gd.querySelectorAll('.xtick text, .ytick text')) { // ui-text: not UI (a CSS selector)
     if (text.dataset.bound) continue;
     text.dataset.bound = 'true';
     text.classList.add('tick-focus');
