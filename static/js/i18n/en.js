@@ -736,7 +736,7 @@ export default {
   "explorer.metrics.labels": "Labels",
   "explorer.metrics.sortTitle": "Sort by this column (again: the other way)",
   "explorer.metrics.rowSelect": "show layer {layer} head {head}",
-  "explorer.metrics.thresholds": "Labels: {rules}. Source: {source}",
+  "explorer.metrics.thresholds": "Labels: {rules}. Source:",
   "explorer.metric.entropy": "entropy (nats)",
   "explorer.metric.distance": "mean distance",
   "explorer.metric.to_cls": "share to [CLS]",

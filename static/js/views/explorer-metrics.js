@@ -114,9 +114,11 @@ export function createMetricsTable(els, { onSelect }) {
           rows.push(row);
         }
       }
-      els.thresholds.textContent = t('explorer.metrics.thresholds', {
-        rules: thresholdText(answer.thresholds), source: answer.source || '',
-      });
+      // the source is the server's citation, quoted as it came (in its own language)
+      const source = document.createElement('cite');
+      source.translate = false;
+      source.textContent = answer.source || '';
+      els.thresholds.replaceChildren(t('explorer.metrics.thresholds', { rules: thresholdText(answer.thresholds) }), ' ', source);
       draw();
     },
     select(layer, head) {
