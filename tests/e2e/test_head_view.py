@@ -61,15 +61,15 @@ def layer_maps(api, text: str, layer: int = LAYER) -> dict:
 
 
 def expected_lines(maps: list[list[list[float]]], heads: list[int], *, query: int | None = None,
-                   key: int | None = None) -> dict[tuple[int, int, int], float]:
-    """(head, query, key) -> weight for every weight of at least CUTOFF (of one query row or key column)."""
+                   key: int | None = None, cutoff: float = CUTOFF) -> dict[tuple[int, int, int], float]:
+    """(head, query, key) -> weight for every weight of at least the cutoff (of one query row or key column)."""
     out = {}
     for h, matrix in zip(heads, maps, strict=True):
         for q, row in enumerate(matrix):
             if query is not None and q != query:
                 continue
             for k, w in enumerate(row):
-                if (key is None or k == key) and w >= CUTOFF:
+                if (key is None or k == key) and w >= cutoff:
                     out[(h, q, k)] = w
     return out
 
@@ -87,14 +87,14 @@ def drawn_lines(page: Page) -> dict[tuple[int, int, int], float]:
     return out
 
 
-def assert_same_lines(drawn: dict, expected: dict, maps: list, heads: list[int]) -> None:
+def assert_same_lines(drawn: dict, expected: dict, maps: list, heads: list[int], cutoff: float = CUTOFF) -> None:
     """Equal sets up to weights within BAND of the cutoff; each drawn weight equal to the API's."""
     def weight(hqk):
         h, q, k = hqk
         return maps[heads.index(h)][q][k]
 
-    missing = [x for x in expected if x not in drawn and weight(x) >= CUTOFF + BAND]
-    extra = [x for x in drawn if x not in expected and weight(x) < CUTOFF - BAND]
+    missing = [x for x in expected if x not in drawn and weight(x) >= cutoff + BAND]
+    extra = [x for x in drawn if x not in expected and weight(x) < cutoff - BAND]
     assert missing == [] and extra == [], f"{len(missing)} lines missing, {len(extra)} extra"
     worst = max((abs(w - weight(x)) for x, w in drawn.items()), default=0.0)
     assert worst <= COMPACT
@@ -121,18 +121,28 @@ def url_query(page: Page) -> dict[str, list[str]]:
 # ---- head view -----------------------------------------------------------------------------------------
 
 
-def test_hovering_a_query_token_draws_its_weights_above_the_cutoff(page: Page, api):
-    reference = layer_maps(api, SENTENCE)
+def every_tokens_lines(page: Page, maps: list, heads: list[int]) -> None:
+    """Every token's lines, all rows in view: each weight of at least 0.01, or when more than the per-frame
+    budget, of at least the weight the view says (data-from, at an opacity level's edge)."""
+    view = page.locator("#head-view")
+    expect(view).to_have_attribute("data-mode", "all")
+    lowest = float(view.get_attribute("data-from"))
+    expected = expected_lines(maps, heads, cutoff=lowest)
+    assert_same_lines(drawn_lines(page), expected, maps, heads, cutoff=lowest)
+    assert int(view.get_attribute("data-drawn")) <= MAX_DRAWN
+    assert (lowest > CUTOFF) == (len(expected_lines(maps, heads)) > MAX_DRAWN)
+
+
+@pytest.mark.parametrize("tokens", [None, 32], ids=["sentence", "32-tokens"])
+def test_hovering_a_query_token_draws_its_weights_above_the_cutoff(page: Page, api, tokens):
+    text = SENTENCE if tokens is None else TextMaker(seed=32).text(tokens)
+    reference = layer_maps(api, text)
     maps, heads = reference["attention"][0], reference["heads"]
-    n = open_head_view(page, SENTENCE)
+    n = open_head_view(page, text)
     assert n == len(reference["tokens"])
     view = page.locator("#head-view")
     expect(view.locator(".head-view-legend")).to_contain_text("0.01")
-
-    # Every token's lines: all weights >= 0.01 of every head (32 tokens: fewer than the per-frame budget).
-    expect(view).to_have_attribute("data-mode", "all")
-    every = expected_lines(maps, heads)
-    assert_same_lines(drawn_lines(page), every, maps, heads)
+    every_tokens_lines(page, maps, heads)
 
     for q in (1, 7):
         token(page, "query", q).hover()
@@ -153,8 +163,7 @@ def test_hovering_a_query_token_draws_its_weights_above_the_cutoff(page: Page, a
 
     # Leaving the columns shows every token's lines again.
     page.mouse.move(2, 2)
-    expect(view).to_have_attribute("data-mode", "all")
-    assert_same_lines(drawn_lines(page), every, maps, heads)
+    every_tokens_lines(page, maps, heads)
 
 
 def test_hovering_a_key_token_draws_every_query_line_into_it(page: Page, api):
@@ -182,7 +191,7 @@ def test_head_toggles_change_what_is_drawn(page: Page, api):
     shown = [h for h in heads if h != 4]
     expect(view).to_have_attribute("data-heads", ",".join(map(str, shown)))
     kept = [maps[heads.index(h)] for h in shown]
-    assert_same_lines(drawn_lines(page), expected_lines(kept, shown), maps, heads)
+    every_tokens_lines(page, kept, shown)
     token(page, "query", 3).hover()
     expect(view).to_have_attribute("data-token", "3")
     assert_same_lines(drawn_lines(page), expected_lines(kept, shown, query=3), maps, heads)
@@ -195,7 +204,7 @@ def test_head_toggles_change_what_is_drawn(page: Page, api):
     only = view.get_by_role("button", name="Show or hide head 2", exact=True)
     only.click()
     expect(view).to_have_attribute("data-heads", "2")
-    assert_same_lines(drawn_lines(page), expected_lines([maps[heads.index(2)]], [2]), maps, heads)
+    every_tokens_lines(page, [maps[heads.index(2)]], [2])
     view.locator(".head-view-all").click()
     expect(view).to_have_attribute("data-heads", ",".join(map(str, heads)))
     expect(view.locator(".head-view-toggle[aria-pressed='true']")).to_have_count(len(heads))
@@ -382,3 +391,51 @@ def test_overview_keyboard_navigation(page: Page):
     page.keyboard.press("Enter")
     expect(target).to_have_attribute("aria-pressed", "true")
     assert url_query(page)["layer"] == ["2"] and url_query(page)["head"] == ["2"]
+
+
+# ---- colour scales (static/js/figures/colormap.js, as the page loads it) ----------------------------------------
+
+# ColorBrewer "RdBu", 11 classes, from -1 (blue) through 0 (white) to +1 (red).
+RDBU = ["#053061", "#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7", "#fddbc7", "#f4a582", "#d6604d", "#b2182b",
+        "#67001f"]
+
+
+def rdbu(v: float) -> tuple[int, ...]:
+    x = (min(max(v, -1.0), 1.0) + 1) / 2 * (len(RDBU) - 1)
+    i = min(int(x), len(RDBU) - 2)
+    a, b = (tuple(int(c[j : j + 2], 16) for j in (1, 3, 5)) for c in RDBU[i : i + 2])
+    return tuple(round(u + (w - u) * (x - i)) for u, w in zip(a, b, strict=True))
+
+
+def test_colour_scales(page: Page):
+    page.goto("/")
+    values = [-1.5, -1, -0.73, -0.2, -0.01, 0, 0.004, 0.3, 0.5, 0.91, 1, 2]
+    got = page.evaluate(
+        """async (values) => {
+             const m = await import('/static/js/figures/colormap.js');
+             const parse = (text) => text.match(/\\d+/g).map(Number);
+             return {
+               diverging: values.map((v) => m.diverging(v)),
+               sequential: values.map((v) => m.sequential(v)),
+               gamma: values.map((v) => m.applyGamma(v, 0.5)),
+               plotly: m.PLOTLY_SEQUENTIAL.map(([p, c]) => [p, parse(c)]),
+               plotlyDiverging: m.PLOTLY_DIVERGING.map(([p, c]) => [p, parse(c)]),
+               gammaScale: m.plotlyColorscale({ gamma: 0.5 }).map(([p, c]) => [p, parse(c)]),
+               differences: Array.from(m.differencePixels([[-0.2, 0], [0.1, 0.2]])),
+             };
+           }""",
+        values,
+    )
+    for v, rgb in zip(values, got["diverging"], strict=True):
+        assert max(abs(a - b) for a, b in zip(rgb, rdbu(v), strict=True)) <= 1, v
+    for v, rgb in zip(values, got["sequential"], strict=True):
+        assert max(abs(a - b) for a, b in zip(rgb, viridis(v), strict=True)) <= 1, v
+    for v, g in zip(values, got["gamma"], strict=True):
+        assert g == pytest.approx(min(max(v, 0), 1) ** 0.5)
+    assert [(round(p, 6), tuple(c)) for p, c in got["plotly"]] == [(round(p, 6), c) for p, c in STOPS]
+    assert got["plotlyDiverging"][0][1] == list(rdbu(-1)) and got["plotlyDiverging"][5][1] == list(rdbu(0))
+    for p, c in got["gammaScale"]:  # the colour at weight share p is viridis(p^0.5): small weights lifted
+        assert max(abs(a - b) for a, b in zip(c, viridis(p ** 0.5), strict=True)) <= 1
+    pixels = got["differences"]  # symmetric around 0: -0.2 the bluest, 0 white, +0.2 the reddest
+    for i, v in enumerate([-0.2, 0, 0.1, 0.2]):
+        assert max(abs(a - b) for a, b in zip(pixels[4 * i : 4 * i + 3], rdbu(v / 0.2), strict=True)) <= 1, v
