@@ -45,6 +45,8 @@ DOCUMENTED_RULES = {
                                     "toy_additive_shape", "toy_additive_width", "toy_hidden_key", "toy_sinusoidal_odd",
                                     "toy_rope_odd", "toy_upstream_shape")},
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
+    # an /attention edit's hidden key beyond the input's tokens (model/analysis.py EDIT_RULES)
+    "edit_hidden_key": (422, "out of range; this input has tokens"),
     # GET /positions: rules between its parameters or on the model (model/positions.py POSITION_RULES)
     "positions_odd_d_model": (422, "must be even"),
     "positions_learned_d_model": (422, "learned table is"),
