@@ -649,7 +649,7 @@ export default {
   "headView.all": "全部",
   "headView.none": "全不选",
   "headView.toggle": "显示或隐藏第 {head} 头",
-  "headView.legend": "每条线从左侧的查询词元连到右侧的键词元；线的不透明度就是注意力权重，颜色表示所属的头。小于 {cutoff} 的权重不画。把鼠标移到词元上（或用 Tab 键选中它）就只显示它的线；点击它（或按回车）可以固定，按 Esc 取消。",
+  "headView.legend": "每条线从左侧的查询词元连到右侧的键词元；线的不透明度就是注意力权重，颜色表示所属的头。小于 {cutoff} 的权重不画。把鼠标移到词元上（或用键盘选中它）就只显示它的线；点击它（或按回车）可以固定，按退出键取消。",
   "headView.queries": "查询词元",
   "headView.keys": "键词元",
   "headView.query": "查询 {index}：{token}",
