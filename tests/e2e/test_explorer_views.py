@@ -4,6 +4,7 @@ with the API (and with numpy references written here) at 32 and at 512 tokens.""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -139,3 +140,14 @@ def test_the_head_view_shows_the_selected_layer(page: Page, api, n_tokens: int):
     page.get_by_role("button", name="layer 4 head 0", exact=True).click()
     expect(view).to_have_attribute("data-layer", "4")
     expect(page.locator("#head-view-layer")).to_have_text("layer 4")
+
+    # A token clicked in the head view is the page's focus: in the URL, on the chips and on the large map.
+    view.locator(".head-view-queries .head-view-token[data-index='3']").click()
+    expect(page).to_have_url(re.compile(r"focus=3(&|$)"))
+    expect(page.locator("#tokens button.chip[data-index='3']")).to_have_attribute("aria-pressed", "true")
+    page.wait_for_function(
+        "() => document.getElementById('heatmap').layout.shapes.some((s) => s.type === 'rect' && s.x0 === 2.5 && s.x1 === 3.5)"
+    )
+    # and a chip's focus reaches the head view
+    page.locator("#tokens button.chip[data-index='6']").click()
+    expect(view.locator(".head-view-queries .head-view-token[data-index='6']")).to_have_class(re.compile("is-active"))
