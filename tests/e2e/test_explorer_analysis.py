@@ -265,7 +265,23 @@ def test_the_cold_page_preloads_exactly_the_explorers_static_imports(page: Page)
     preloaded = set(re.findall(r'<link rel="modulepreload" href="([^"]+)">', html))
     assert preloaded == static_closure(ROOT / "static" / "js" / "explorer-page.js")
     assert "/static/vendor/plotly.min.js" not in preloaded
-    # the page itself: the grid is drawn before plotly.js has run
+    # the page itself: the grid is on the page before plotly.js is even asked for
+    page.add_init_script(script=GRID_CLOCK)
     page.goto(link(text_of(32), layer=0, head=0))
     expect(page.locator("#overview button.thumb")).to_have_count(72)
     wait_title(page, "Layer 0 · Head 0")
+    times = page.evaluate(
+        """() => ({grid: window.__gridAt,
+                   plotly: performance.getEntriesByType('resource').find((e) => e.name.endsWith('/static/vendor/plotly.min.js')).startTime})"""
+    )
+    assert times["grid"] is not None and times["grid"] <= times["plotly"], times
+
+
+# Records when the overview grid first holds its thumbnails (performance.now(), the clock of resource timings).
+GRID_CLOCK = """
+window.__gridAt = null;
+new MutationObserver((records, observer) => {
+  const grid = document.getElementById('overview');
+  if (grid && grid.querySelector('button.thumb')) { window.__gridAt = performance.now(); observer.disconnect(); }
+}).observe(document, {childList: true, subtree: true});
+"""
