@@ -13,7 +13,7 @@ import torch
 
 from bench.common import THREADS
 
-SECTIONS = ["server_cost", "json_answer", "startup", "page_load", "throughput", "load"]
+SECTIONS = ["server_cost", "json_answer", "analysis", "startup", "page_load", "head_view", "throughput", "load"]
 
 
 def main(names: list[str]) -> None:

@@ -138,7 +138,8 @@ def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryR
     ),
     responses=MAPS_ERRORS,
 )
-def attention(r: AttentionInput, hub: Hub, settings: SettingsDep, encoding: EncodingParam = Encoding.json) -> Response:
+async def attention(r: AttentionInput, hub: Hub, settings: SettingsDep,
+                    encoding: EncodingParam = Encoding.json) -> Response:
     _refuse_json_over_cap(encoding, settings.max_json_values, r, len(r.encoded))
     return _maps_answer(encoding, AttentionResponse, _fields(r), r, hub)
 
@@ -157,8 +158,8 @@ def attention(r: AttentionInput, hub: Hub, settings: SettingsDep, encoding: Enco
     ),
     responses=MAPS_ERRORS,
 )
-def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
-                      encoding: EncodingParam = Encoding.json) -> Response:
+async def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
+                            encoding: EncodingParam = Encoding.json) -> Response:
     side = pooled_side(len(r.encoded), r.req.size)
     _refuse_json_over_cap(encoding, settings.max_json_values, r, side)
     fields = {**_fields(r), "size": side, "bins": pool_bins(len(r.encoded), r.req.size)}
