@@ -61,6 +61,7 @@ NOTATION = {
     "Adam", "SGD", "ReLU", "PyTorch",  # the Iris page: the optimizers' and the activation's own names
     "FlashAttention", "FLOPs", "Dao", "GPU", "ctx", "KiB", "MiB", "GiB", "TiB", "PiB",  # the cost page: names, units
     "torch", "autograd",  # the /toy backward pass: the reference it is checked against (torch.autograd)
+    "Abnar", "Zuidema", "Kobayashi", "Clark",  # the explorer's analyses: the authors of the methods it cites
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside
@@ -94,8 +95,11 @@ _ENGLISH_LEFT = """async ([notation, skip]) => {
       if (value && english(value).length) found.push(`${element.tagName.toLowerCase()}[${name}]: ${value}`);
     }
   }
-  const typed = (document.getElementById('text-input')?.value || '').trim().slice(0, 60);
-  const title = typed ? document.title.replace(typed, '') : document.title;  // the user's text is data
+  let title = document.title;  // the user's text is data
+  for (const input of document.querySelectorAll('input[type="text"], textarea')) {
+    const typed = input.value.trim().slice(0, 60);
+    if (typed) title = title.replace(typed, '');
+  }
   if (english(title).length) found.push(`title: ${document.title}`);
   return found;
 }"""

@@ -16,6 +16,12 @@ PAGES = {
     "explorer (intro)": "/",
     "explorer": f"/?text={quote(SENTENCE)}&layer=2&head=5",
     "explorer (Chinese text)": f"/?text={quote(CHINESE)}",
+    "explorer (analysis)": f"/?text={quote(SENTENCE)}&pair=It+ran.&layer=2&head=5&kind=contribution&words=1"
+                           "&specials=hide&colour=to_sep&focus=2",
+    "explorer (edit)": f"/?text={quote(SENTENCE)}&layer=3&head=0&edit=2&edit_heads=5&edit_t=3&diff=1&scale=shared"
+                       "&gamma=0.5",
+    "compare (intro)": "/compare",
+    "compare": f"/compare?a={quote(SENTENCE)}&b={quote('The dog sat on the mat.')}&layer=2&head=5",
     "steps": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3",
     "toy": "/toy",
     "toy (backward)": "/toy?backward=1&variant=hard&positions=rope",
@@ -34,8 +40,8 @@ def wait_ready(page: Page, path: str) -> None:
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
         if "backward=1" in path:
             expect(page.locator("#backward-panel")).to_have_attribute("aria-busy", "false")
-    elif path in ("/positions", "/iris", "/cost"):
-        expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path))
+    elif path in ("/positions", "/iris", "/cost") or path.startswith("/compare?"):
+        expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path.split("?")[0]))
     elif path == "/docs":
         expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
     else:

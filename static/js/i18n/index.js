@@ -64,6 +64,22 @@ export function t(key, values = {}) {
   return text.replace(/\{(\w+)\}/g, (match, name) => (name in values ? String(values[name]) : match));
 }
 
+/**
+ * t() as DOM nodes, for a message that quotes data (a token, a user's sentence): the placeholders named
+ * in `data` become <span translate="no"> holding the value as text, the rest is plain text.
+ */
+export function tNodes(key, values = {}, data = []) {
+  const marked = Object.fromEntries(Object.entries(values).map(([name, value]) => [name, data.includes(name)
+    ? `\u0000${name}\u0000` : value]));
+  return t(key, marked).split('\u0000').map((part, i) => {
+    if (i % 2 === 0) return document.createTextNode(part);
+    const span = document.createElement('span');
+    span.translate = false;
+    span.textContent = String(values[part]);
+    return span;
+  });
+}
+
 /** Whether the dictionary has `key` (for messages chosen by a server's error type). */
 export function has(key) {
   return typeof dictionary[key] === 'string';

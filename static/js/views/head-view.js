@@ -22,7 +22,7 @@
 // typed arrays.
 import { tokenLabel } from '../figures/axes.js';
 import { headColour } from '../figures/colormap.js';
-import { t } from '../i18n/index.js';
+import { t, tNodes } from '../i18n/index.js';
 
 /** Weights below this are not drawn (a line of opacity 0.01 is all but invisible anyway). */
 export const CUTOFF = 0.01;
@@ -316,13 +316,13 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
     container.dataset.lines = String(count);
     container.dataset.drawn = String(drawn);
     container.dataset.from = String(drawing.from);
-    const what = chosen.mode === 'all' ? t('headView.showingAll', { lines: count, heads: shown.length })
-      : t(chosen.mode === 'query' ? 'headView.showingQuery' : 'headView.showingKey', {
+    const what = chosen.mode === 'all' ? [t('headView.showingAll', { lines: count, heads: shown.length })]
+      : tNodes(chosen.mode === 'query' ? 'headView.showingQuery' : 'headView.showingKey', {
         lines: count, heads: shown.length, index: chosen.index, token: tokenLabel(tokens[chosen.index]),
-      });
+      }, ['token']);
     const cut = drawn < drawing.inView
       ? t('headView.cut', { drawn, total: drawing.inView, weight: drawing.from.toFixed(2) }) : '';
-    status.textContent = cut ? `${what} ${cut}` : what;
+    status.replaceChildren(...what, ...(cut ? [' ', cut] : []));
     base.setAttribute('aria-label', status.textContent);
   }
 
