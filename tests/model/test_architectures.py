@@ -1,0 +1,349 @@
+"""Local checkpoints of every supported architecture, loaded into our modules, against transformers.
+
+Each checkpoint is made here with random weights and saved with save_pretrained into tmp_path (the hub
+is never used); the reference is transformers with eager attention on the same directory.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+
+from model.architectures import DecoderCheckpoint, EncoderCheckpoint, load_checkpoint
+from model.pretrained import CheckpointError
+
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+TOLERANCE = 1e-5
+SIZES = {"layers": 2, "heads": 4, "d": 32, "ff": 37}
+
+WORDPIECE = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "?", "!", "the", "cat", "sat", "on", "mat", "where",
+    "is", "attention", "all", "you", "need", "hello", "world", "model", "##s", "##ing", "look", "a", "dog",
+    "注", "意", "力", "机", "制", "让", "模", "型", "关", "输", "入", "中",
+]
+SENTENCES = [
+    "Hello world, attention is all you need.", "The cat sat on the mat.", "Where is the dog?",
+    "注意力机制让模型关注输入中最相关的部分。", "Models looking at attention, again and again.",
+]
+ENCODER_TEXTS = {
+    "english": ("The cat sat on the mat.", None),
+    "chinese": ("注意力机制让模型关注输入中", None),
+    "unknown": ("Hello zebra, attention is all you need!", None),
+    "pair": ("Where is the cat?", "The cat sat on the mat."),
+}
+DECODER_TEXTS = {
+    "english": ("Hello world, attention is all you need.", None),
+    "chinese": ("注意力机制让模型关注输入。", None),
+    "unseen": ("Zebras quietly jump over 42 fences 🙂", None),
+}
+
+
+def _bpe(directory: Path, special: list[str]) -> tuple[str, str]:
+    bpe = tokenizers.ByteLevelBPETokenizer()
+    bpe.train_from_iterator(SENTENCES, vocab_size=400, min_frequency=1, special_tokens=special, show_progress=False)
+    bpe.save_model(str(directory))
+    return str(directory / "vocab.json"), str(directory / "merges.txt")
+
+
+def _tokenizer(kind: str, directory: Path):
+    directory.mkdir(parents=True, exist_ok=True)
+    if kind in ("bert", "distilbert", "electra"):
+        vocab = directory / "vocab.txt"
+        vocab.write_text("\n".join(WORDPIECE) + "\n", encoding="utf-8")
+        cls = {"bert": transformers.BertTokenizerFast, "distilbert": transformers.DistilBertTokenizerFast,
+               "electra": transformers.ElectraTokenizerFast}[kind]
+        return cls(vocab=str(vocab))
+    if kind == "roberta":
+        vocab, merges = _bpe(directory, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        return transformers.RobertaTokenizerFast(vocab=vocab, merges=merges)
+    vocab, merges = _bpe(directory, ["<|endoftext|>"])
+    return transformers.GPT2TokenizerFast(vocab=vocab, merges=merges)
+
+
+def _model(kind: str, vocab_size: int):
+    n, h, d, ff = SIZES["layers"], SIZES["heads"], SIZES["d"], SIZES["ff"]
+    # Larger initial weights than training would use, so that the maps are far from uniform.
+    if kind == "bert":
+        return transformers.BertModel(transformers.BertConfig(
+            vocab_size=vocab_size, hidden_size=d, num_hidden_layers=n, num_attention_heads=h, intermediate_size=ff,
+            max_position_embeddings=64, initializer_range=0.3))
+    if kind == "roberta":
+        return transformers.RobertaModel(transformers.RobertaConfig(
+            vocab_size=vocab_size, hidden_size=d, num_hidden_layers=n, num_attention_heads=h, intermediate_size=ff,
+            max_position_embeddings=66, type_vocab_size=1, pad_token_id=1, initializer_range=0.3))
+    if kind == "distilbert":
+        return transformers.DistilBertModel(transformers.DistilBertConfig(
+            vocab_size=vocab_size, dim=d, n_layers=n, n_heads=h, hidden_dim=ff, max_position_embeddings=64,
+            initializer_range=0.3))
+    if kind == "electra":  # the discriminator, embedding narrower than the hidden width (as electra-small)
+        return transformers.ElectraForPreTraining(transformers.ElectraConfig(
+            vocab_size=vocab_size, embedding_size=16, hidden_size=d, num_hidden_layers=n, num_attention_heads=h,
+            intermediate_size=ff, max_position_embeddings=64, initializer_range=0.3))
+    return transformers.GPT2Model(transformers.GPT2Config(
+        vocab_size=vocab_size, n_embd=d, n_layer=n, n_head=h, n_positions=64, initializer_range=0.3,
+        bos_token_id=0, eos_token_id=0))
+
+
+def make_checkpoint(kind: str, directory: Path) -> Path:
+    torch.manual_seed(0)
+    tok = _tokenizer(kind, directory / "vocab-source")
+    model = _model(kind, len(tok))
+    model.save_pretrained(str(directory))
+    tok.save_pretrained(str(directory))  # tokenizer.json and tokenizer_config.json
+    for vocabulary in (directory / "vocab-source").iterdir():  # as older checkpoints also have them
+        vocabulary.rename(directory / vocabulary.name)
+    (directory / "vocab-source").rmdir()
+    return directory
+
+
+KINDS = ("bert", "roberta", "distilbert", "electra", "gpt2")
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def checkpoint(request, tmp_path_factory) -> tuple[str, Path]:
+    kind = request.param
+    return kind, make_checkpoint(kind, tmp_path_factory.mktemp(kind))
+
+
+@pytest.fixture(scope="module")
+def reference(checkpoint):
+    kind, directory = checkpoint
+    tok = transformers.AutoTokenizer.from_pretrained(str(directory))
+    model = transformers.AutoModel.from_pretrained(str(directory), attn_implementation="eager")
+    return tok, model.eval()
+
+
+def hf_forward(reference, text, pair):
+    tok, model = reference
+    batch = tok(text, pair, return_tensors="pt", truncation=False, padding=False)
+    with torch.no_grad():
+        out = model(**batch, output_attentions=True)
+    return batch["input_ids"][0].tolist(), torch.stack([a[0] for a in out.attentions]), out.last_hidden_state
+
+
+def ours_forward(model, text, pair):
+    encoded = model.tokenizer.encode(text, pair)
+    maps = torch.stack(model.attention_maps(encoded).per_layer)  # (L, H, T, T)
+    return encoded.ids, maps, model.run(encoded)
+
+
+def texts(kind: str) -> dict[str, tuple[str, str | None]]:
+    return DECODER_TEXTS if kind == "gpt2" else ENCODER_TEXTS
+
+
+def test_maps_hidden_state_and_ids_equal_transformers(checkpoint, reference):
+    kind, directory = checkpoint
+    model = load_checkpoint(directory)
+    for case, (text, pair) in texts(kind).items():
+        ref_ids, ref_maps, ref_hidden = hf_forward(reference, text, pair)
+        ids, maps, hidden = ours_forward(model, text, pair)
+        assert ids == ref_ids, case
+        assert maps.shape == ref_maps.shape == (SIZES["layers"], SIZES["heads"], len(ids), len(ids))
+        assert (maps - ref_maps).abs().max().item() <= TOLERANCE, case
+        assert (hidden - ref_hidden).abs().max().item() <= TOLERANCE, case
+        assert ref_maps.max().item() > 0.5, case  # the maps are far from uniform: the comparison means something
+
+
+@pytest.mark.parametrize("kind", ["bert", "distilbert", "electra"])
+def test_chinese_characters_are_wordpiece_tokens_not_unknown(kind, tmp_path):
+    model = load_checkpoint(make_checkpoint(kind, tmp_path / kind))
+    encoded = model.tokenizer.encode("注意力机制")
+    assert [t.text for t in encoded.tokens if not t.special] == list("注意力机制")
+    assert not any(t.unknown for t in encoded.tokens)
+
+
+def test_model_list_facts(checkpoint):
+    kind, directory = checkpoint
+    model = load_checkpoint(directory)
+    assert model.architecture == kind
+    assert model.causal == (kind == "gpt2")
+    assert model.pairs == (kind != "gpt2")
+    assert isinstance(model, DecoderCheckpoint if kind == "gpt2" else EncoderCheckpoint)
+    assert (model.cfg.n_layers, model.cfg.n_heads, model.cfg.d_model) == (2, 4, 32)
+    assert model.tokenizer.max_tokens == 64  # RoBERTa's 66 positions less padding_idx + 1
+
+
+def test_a_perturbed_weight_breaks_the_comparison(checkpoint, reference):
+    """Control: the comparison above is able to fail."""
+    kind, directory = checkpoint
+    model = load_checkpoint(directory)
+    with torch.no_grad():
+        model.encoder.block(1).attention.key.weight[0, 0] += 0.5
+    text, pair = texts(kind)["english"]
+    _, ref_maps, ref_hidden = hf_forward(reference, text, pair)
+    _, maps, hidden = ours_forward(model, text, pair)
+    assert (maps[0] - ref_maps[0]).abs().max().item() <= TOLERANCE  # the layer before the change still agrees
+    assert (maps[1] - ref_maps[1]).abs().max().item() > TOLERANCE
+    assert (hidden - ref_hidden).abs().max().item() > TOLERANCE
+
+
+def test_tokenizer_from_vocabulary_files_alone(checkpoint, reference, tmp_path):
+    """Without tokenizer.json the tokenizer is built from vocab.txt or vocab.json + merges.txt."""
+    kind, directory = checkpoint
+    copy = tmp_path / "copy"
+    shutil.copytree(directory, copy)
+    (copy / "tokenizer.json").unlink()
+    if kind in ("roberta", "gpt2"):
+        assert (copy / "vocab.json").is_file() and (copy / "merges.txt").is_file()
+    else:
+        assert (copy / "vocab.txt").is_file()
+    model = load_checkpoint(copy)
+    tok, _ = reference
+    for text, pair in texts(kind).values():
+        assert model.tokenizer.encode(text, pair).ids == tok(text, pair)["input_ids"]
+
+
+def test_weights_from_pytorch_model_bin(checkpoint, reference, tmp_path):
+    kind, directory = checkpoint
+    copy = tmp_path / "bin"
+    shutil.copytree(directory, copy)
+    from safetensors.torch import load_file
+    torch.save(load_file(str(copy / "model.safetensors")), copy / "pytorch_model.bin")
+    (copy / "model.safetensors").unlink()
+    text, pair = texts(kind)["english"]
+    _, ref_maps, ref_hidden = hf_forward(reference, text, pair)
+    _, maps, hidden = ours_forward(load_checkpoint(copy), text, pair)
+    assert (maps - ref_maps).abs().max().item() <= TOLERANCE
+    assert (hidden - ref_hidden).abs().max().item() <= TOLERANCE
+
+
+def test_gpt2_maps_are_lower_triangular_and_the_mask_step_hides_the_upper_triangle(tmp_path):
+    model = load_checkpoint(make_checkpoint("gpt2", tmp_path / "gpt2"))
+    encoded = model.tokenizer.encode(DECODER_TEXTS["english"][0])
+    n = len(encoded)
+    upper = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
+    for block in model.attention_maps(encoded).per_layer:  # (H, T, T)
+        assert (block[:, upper] == 0).all()
+        assert (block[:, ~upper] > 0).all()
+        torch.testing.assert_close(block.sum(-1), torch.ones(block.shape[:2]))
+    steps = model.trace_layer(encoded, 1)
+    mask = steps["mask"]
+    assert isinstance(mask, torch.Tensor)
+    assert torch.isneginf(mask[:, upper]).all() and torch.isfinite(mask[:, ~upper]).all()
+
+
+def test_gpt2_lm_head_checkpoint_and_logits(tmp_path):
+    """A GPT2LMHeadModel directory ("transformer." prefix, tied lm_head) loads; unembed is its LM head."""
+    torch.manual_seed(1)
+    directory = tmp_path / "lm"
+    tok = _tokenizer("gpt2", tmp_path / "vocab")
+    lm = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=len(tok), n_embd=32, n_layer=2, n_head=4, n_positions=64, initializer_range=0.3,
+        bos_token_id=0, eos_token_id=0))
+    lm.save_pretrained(str(directory))
+    tok.save_pretrained(str(directory))
+    model = load_checkpoint(directory)
+    assert isinstance(model, DecoderCheckpoint)
+    text = DECODER_TEXTS["english"][0]
+    batch = tok(text, return_tensors="pt")
+    ref = transformers.GPT2LMHeadModel.from_pretrained(str(directory), attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = ref(**batch, output_hidden_states=True)
+        middle = out.hidden_states[1]  # the residual stream after block 0
+        ref_lens = ref.lm_head(ref.transformer.ln_f(middle))
+    encoded = model.tokenizer.encode(text)
+    hidden = model.run(encoded)
+    assert (hidden - out.hidden_states[-1]).abs().max().item() <= TOLERANCE
+    with torch.inference_mode():
+        assert (model.decoder.unembed(middle) - ref_lens).abs().max().item() <= 1e-4
+        last = hidden @ model.decoder.embeddings.word.weight.T
+    assert (last - out.logits).abs().max().item() <= 1e-4
+
+
+def test_roberta_positions_start_after_the_padding_index(tmp_path):
+    model = load_checkpoint(make_checkpoint("roberta", tmp_path / "roberta"))
+    embeddings = model.encoder.embeddings
+    ids = torch.tensor([[0, 5, 6, 2]])
+    assert embeddings.positions(ids).tolist() == [[2, 3, 4, 5]]  # padding_idx 1: the first token is at 2
+
+
+def test_no_socket_is_opened_while_loading(monkeypatch, tmp_path):
+    directories = [make_checkpoint(kind, tmp_path / kind) for kind in ("bert", "gpt2")]
+
+    def refuse(self, address):
+        raise AssertionError(f"network connection attempted to {address}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    for directory in directories:
+        load_checkpoint(directory).tokenizer.encode("hello world")
+
+
+# ---- refusals: each names the file, the problem and the supported architectures ----
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory) -> Path:
+    return make_checkpoint("bert", tmp_path_factory.mktemp("bert-errors"))
+
+
+def broken_copy(source: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "broken"
+    shutil.copytree(source, target)
+    return target
+
+
+def assert_refused(directory: Path, file: str, problem: str) -> None:
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(directory)
+    message = str(info.value)
+    assert str(directory / file) in message
+    assert problem in message
+    assert "supported architectures: bert, roberta, distilbert, electra, gpt2" in message
+
+
+def test_missing_config_is_refused(bert_dir, tmp_path):
+    directory = broken_copy(bert_dir, tmp_path)
+    (directory / "config.json").unlink()
+    assert_refused(directory, "config.json", "missing file")
+
+
+def test_unknown_model_type_is_refused(bert_dir, tmp_path):
+    directory = broken_copy(bert_dir, tmp_path)
+    config = json.loads((directory / "config.json").read_text())
+    config["model_type"] = "t5"
+    (directory / "config.json").write_text(json.dumps(config))
+    assert_refused(directory, "config.json", "model_type 't5' is not supported")
+
+
+def test_missing_weights_are_refused(bert_dir, tmp_path):
+    directory = broken_copy(bert_dir, tmp_path)
+    (directory / "model.safetensors").unlink()
+    assert_refused(directory, "model.safetensors", "missing file")
+
+
+def test_a_shape_that_does_not_fit_the_config_is_refused(bert_dir, tmp_path):
+    directory = broken_copy(bert_dir, tmp_path)
+    config = json.loads((directory / "config.json").read_text())
+    config["intermediate_size"] = 40
+    (directory / "config.json").write_text(json.dumps(config))
+    assert_refused(directory, "model.safetensors", "encoder.layer.0.intermediate.dense.weight has shape (37, 32)")
+
+
+def test_a_gpt2_shape_that_does_not_fit_is_refused(tmp_path):
+    directory = make_checkpoint("gpt2", tmp_path / "gpt2")
+    config = json.loads((directory / "config.json").read_text())
+    config["n_positions"] = 128
+    (directory / "config.json").write_text(json.dumps(config))
+    assert_refused(directory, "model.safetensors", "wpe.weight has shape (64, 32)")
+
+
+def test_missing_tokenizer_files_are_refused(bert_dir, tmp_path):
+    directory = broken_copy(bert_dir, tmp_path)
+    (directory / "tokenizer.json").unlink()
+    (directory / "vocab.txt").unlink()
+    assert_refused(directory, "tokenizer.json", "no vocab.txt")
+
+
+def test_an_unsupported_activation_is_refused(bert_dir, tmp_path):
+    directory = broken_copy(bert_dir, tmp_path)
+    config = json.loads((directory / "config.json").read_text())
+    config["hidden_act"] = "relu"
+    (directory / "config.json").write_text(json.dumps(config))
+    assert_refused(directory, "config.json", "activation 'relu' is not supported")
