@@ -223,6 +223,8 @@ def test_gpt2_maps_are_lower_triangular_and_the_mask_step_hides_the_upper_triang
         assert (block[:, upper] == 0).all()
         assert (block[:, ~upper] > 0).all()
         torch.testing.assert_close(block.sum(-1), torch.ones(block.shape[:2]))
+    for block in model.attention_maps(encoded, compact=True).per_layer:  # uint16, as the API sends them
+        assert (block[:, upper] == 0).all()
     steps = model.trace_layer(encoded, 1)
     mask = steps["mask"]
     assert isinstance(mask, torch.Tensor)
@@ -347,3 +349,57 @@ def test_an_unsupported_activation_is_refused(bert_dir, tmp_path):
     config["hidden_act"] = "relu"
     (directory / "config.json").write_text(json.dumps(config))
     assert_refused(directory, "config.json", "activation 'relu' is not supported")
+
+
+def test_a_tensor_the_model_would_not_use_is_refused(bert_dir, tmp_path):
+    from safetensors.torch import load_file, save_file
+    directory = broken_copy(bert_dir, tmp_path)
+    state = load_file(str(directory / "model.safetensors"))
+    state["encoder.layer.0.attention.self.extra.weight"] = torch.zeros(2, 2)
+    save_file(state, str(directory / "model.safetensors"))
+    assert_refused(directory, "model.safetensors", "tensors this model does not use")
+
+
+def test_a_pickle_with_code_is_refused_not_run(bert_dir, tmp_path):
+    directory = broken_copy(bert_dir, tmp_path)
+    (directory / "model.safetensors").unlink()
+
+    class Exploit:
+        def __reduce__(self):
+            return (print, ("code ran",))
+
+    torch.save({"embeddings.word_embeddings.weight": Exploit()}, directory / "pytorch_model.bin")
+    assert_refused(directory, "pytorch_model.bin", "cannot read weights")
+
+
+def test_sharded_safetensors_and_a_task_model_prefix(tmp_path, bert_dir):
+    """model.safetensors.index.json with two shards, tensors named as BertForMaskedLM saves them ("bert.")."""
+    from safetensors.torch import load_file, save_file
+    directory = broken_copy(bert_dir, tmp_path)
+    state = load_file(str(directory / "model.safetensors"))
+    (directory / "model.safetensors").unlink()
+    names = sorted(state)
+    shards = {"model-00001-of-00002.safetensors": names[: len(names) // 2],
+              "model-00002-of-00002.safetensors": names[len(names) // 2:]}
+    weight_map = {}
+    for shard, keys in shards.items():
+        save_file({f"bert.{k}": state[k] for k in keys}, str(directory / shard))
+        weight_map.update({f"bert.{k}": shard for k in keys})
+    save_file({"cls.predictions.bias": torch.zeros(3)}, str(directory / "model-head.safetensors"))
+    weight_map["cls.predictions.bias"] = "model-head.safetensors"
+    (directory / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    sharded, whole = load_checkpoint(directory), load_checkpoint(bert_dir)
+    encoded = whole.tokenizer.encode(*ENCODER_TEXTS["pair"])
+    assert torch.equal(sharded.run(encoded), whole.run(encoded))
+
+
+def test_gpt2_what_if_edits_follow_the_encoder_rules(tmp_path):
+    """An edit that changes nothing leaves every map as it is; ablating layer 0 changes layer 1 only."""
+    from model.analysis import Edit
+    model = load_checkpoint(make_checkpoint("gpt2", tmp_path / "gpt2"))
+    encoded = model.tokenizer.encode(DECODER_TEXTS["english"][0])
+    plain = model.attention_maps(encoded).per_layer
+    same = model.attention_maps(encoded, edit=Edit(layer=0)).per_layer
+    assert all(torch.equal(a, b) for a, b in zip(plain, same, strict=True))
+    ablated = model.attention_maps(encoded, edit=Edit(layer=0, heads=(1,), ablate=True)).per_layer
+    assert torch.equal(ablated[0], plain[0]) and not torch.equal(ablated[1], plain[1])
