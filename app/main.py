@@ -15,7 +15,7 @@ from . import errors
 from .hub import ModelHub, StartupError
 from .jobs import JobRegistry
 from .memory import return_large_buffers_to_the_os
-from .middleware import BodyLimit, SecurityHeaders
+from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
 from .routes import analysis, api, iris, lab, pages, service
 from .settings import STATIC_DIR, Settings
 
@@ -60,4 +60,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                            allow_headers=["content-type"], allow_credentials=False)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(AllowedHosts, bound=settings.host, extra=settings.allowed_hosts)  # outermost: first
     return app

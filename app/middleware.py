@@ -1,8 +1,11 @@
-"""Pure ASGI middleware: request-body size limit and security headers."""
+"""Pure ASGI middleware: Host allow-list, request-body size limit and security headers."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
+from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -13,14 +16,116 @@ CSP = (
 )
 
 
-async def _send_json(send: Send, status: int, body: dict) -> None:
+async def _send_json(send: Send, status: int, body: dict, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     payload = json.dumps(body).encode()
     await send({
         "type": "http.response.start",
         "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+                    *headers],
     })
     await send({"type": "http.response.body", "body": payload})
+
+
+# Names always answered: the loopback addresses, which a page elsewhere cannot rebind to.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+ALLOWED_HOSTS_SETTING = "ATTNSCOPE_ALLOWED_HOSTS"
+_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+_PORT = re.compile(r"(:[0-9]*)?")
+
+
+def host_name(value: str) -> str | None:
+    """The host of a Host header or an allow-list entry, compared form: lower case, without the port,
+    an IPv6 address without brackets and compressed ("[0:0::1]:8000" -> "::1"), a name without its
+    final dot; None when it is no host (empty, a bare IPv6 address with a port, a path, a user...)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0 or not _PORT.fullmatch(value[end + 1:]):
+            return None
+        try:
+            return ipaddress.IPv6Address(value[1:end]).compressed
+        except ValueError:
+            return None
+    if value.count(":") > 1:  # only an allow-list entry may be a bare IPv6 address (a Host needs brackets)
+        try:
+            return ipaddress.IPv6Address(value).compressed
+        except ValueError:
+            return None
+    name, _, port = value.partition(":")
+    if port and not port.isdigit():
+        return None
+    name = name.removesuffix(".")
+    return name if _NAME.fullmatch(name) else None
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class AllowedHosts:
+    """Answers 400 to a request whose Host header is not one of this server's names.
+
+    A page on another site can point its own domain at 127.0.0.1 (DNS rebinding) and then read the
+    API as same-origin; its requests still carry that domain in Host, so only the names the server
+    is meant to be reached by are answered: 127.0.0.1, localhost, [::1], `bound` (the configured bind
+    address, unless it is every interface) and `extra` (ATTNSCOPE_ALLOWED_HOSTS; "*" in it answers
+    any Host). The IP address a connection arrived on is answered too: a Host that is an address
+    literal cannot be rebound, and it covers `attnscope serve --host ADDR`. HTTP/1.0 requests without
+    a Host are answered (browsers always send one); HTTP/1.1 ones are refused.
+    """
+
+    def __init__(self, app: ASGIApp, bound: str = "127.0.0.1", extra: Iterable[str] = ()) -> None:
+        self.app = app
+        extra = list(extra)
+        self.any_host = "*" in extra
+        names = [*LOOPBACK_HOSTS, *extra]
+        bound_name = host_name(bound)
+        if bound_name is not None and bound_name not in ("0.0.0.0", "::"):
+            names.append(bound_name)
+        self.allowed = frozenset(n for n in map(host_name, names) if n is not None)
+
+    def _refusal(self, scope: Scope) -> tuple[str, str] | None:
+        """None when the request's Host is answered, else (the Host as sent, what is wrong with it)."""
+        values = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
+        if not values:
+            return None if scope.get("http_version") == "1.0" else ("", "The request has no Host header")
+        raw = values[0]
+        if len(values) > 1:
+            return raw, f"The request has {len(values)} Host headers"
+        if not raw.strip():
+            return raw, "The request's Host header is empty"
+        name = host_name(raw)
+        if name in self.allowed:
+            return None
+        server = scope.get("server")  # (local address, port) of the connection
+        if name is not None and server and _is_ip(name) and name == host_name(str(server[0])):
+            return None
+        return raw, f"Host {raw[:200]!r} is not a name this server answers"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or self.any_host:
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})  # before accept: the server answers 403
+            return
+        raw, problem = refusal
+        await _send_json(send, 400, {
+            "detail": f"{problem}; attnscope answers 127.0.0.1, localhost, [::1], the address it is bound to and "
+                      f"the names in {ALLOWED_HOSTS_SETTING} (a JSON list, e.g. "
+                      f"{ALLOWED_HOSTS_SETTING}='[\"attnscope.lan\"]'): add a name there to open attnscope by it.",
+            "errors": [{"loc": ["header", "host"], "msg": f"not an allowed host; add it to {ALLOWED_HOSTS_SETTING}",
+                        "type": "host_not_allowed", "ctx": {"host": raw[:200]}}],
+        }, headers=[(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")])
 
 
 class BodyLimit:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from model.registry import DEFAULT_MODEL
+
+from .middleware import host_name
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"
@@ -33,6 +35,13 @@ class Settings(BaseSettings):
         description='origins allowed to call the API from a browser, as JSON: ["http://localhost:3000"]; '
         "empty (the default) turns CORS off",
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="more names the server answers in the Host header, besides 127.0.0.1, localhost, [::1] "
+        'and the bound address, as JSON: ["attnscope.lan", "192.168.1.20"] (a port is ignored); any other '
+        'Host gets 400. ["*"] answers every Host, which lets any web site read the API through DNS '
+        "rebinding: unsafe",
+    )
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, description="largest accepted request body")
     max_json_values: int = Field(
         2_500_000,
@@ -43,3 +52,11 @@ class Settings(BaseSettings):
         128 * 1024 * 1024, ge=0, description="memory for recently computed attention maps; 0 turns the cache off"
     )
     torch_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_are_hosts(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            if host != "*" and host_name(host) is None:
+                raise ValueError(f"{host!r} is not a host name or address (e.g. \"attnscope.lan\", \"[fd00::5]\")")
+        return hosts

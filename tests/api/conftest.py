@@ -7,7 +7,7 @@ from app.settings import Settings
 
 @pytest.fixture(scope="session")
 def client():
-    with TestClient(create_app(Settings())) as c:
+    with TestClient(create_app(Settings(allowed_hosts=["testserver"]))) as c:
         yield c
 
 

@@ -166,7 +166,7 @@ def test_chunked_body_over_the_limit_is_413(client):
 
 
 def test_json_cap_is_413_and_says_what_to_do():
-    with TestClient(create_app(Settings(max_json_values=1000))) as small:
+    with TestClient(create_app(Settings(max_json_values=1000, allowed_hosts=["testserver"]))) as small:
         detail = _error(attention(small, text="The cat sat on the mat."), 413)
         assert "fewer layers or heads" in detail and "1000" in detail
         assert attention(small, text="The cat sat on the mat.", layers=[0], heads=[0]).status_code == 200
@@ -226,7 +226,7 @@ def test_model_rule_errors_name_the_field(client, path, body, status, loc, type_
 
 
 def test_json_cap_answer_names_its_rule():
-    with TestClient(create_app(Settings(max_json_values=1000))) as small:
+    with TestClient(create_app(Settings(max_json_values=1000, allowed_hosts=["testserver"]))) as small:
         body = attention(small, text="The cat sat on the mat.").json()
         assert body["errors"] == [{"loc": ["body"], "msg": body["detail"].removesuffix("."),
                                    "type": "answer_too_large"}]

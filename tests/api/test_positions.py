@@ -35,7 +35,7 @@ def test_sinusoidal(client):
 
 
 def test_defaults():
-    with TestClient(create_app(Settings())) as c:
+    with TestClient(create_app(Settings(allowed_hosts=["testserver"]))) as c:
         body = get(c, kind="sinusoidal").json()
     assert (body["length"], body["d_model"]) == (64, 64) and np.array(body["matrix"]).shape == (64, 64)
 

@@ -61,7 +61,7 @@ def test_cors_allows_only_the_configured_origins():
     from app.main import create_app
     from app.settings import Settings
 
-    with TestClient(create_app(Settings(cors_origins=["http://127.0.0.1:3000"]))) as c:
+    with TestClient(create_app(Settings(cors_origins=["http://127.0.0.1:3000"], allowed_hosts=["testserver"]))) as c:
         ok = c.options("/api/v1/toy",
                        headers={"Origin": "http://127.0.0.1:3000", "Access-Control-Request-Method": "POST"})
         assert ok.headers["access-control-allow-origin"] == "http://127.0.0.1:3000"
