@@ -81,11 +81,9 @@ def resolve(hub: ModelHub, req: R) -> Resolved[R]:
         layers = [checked_index(req.layer, cfg.n_layers, "layers", "layer")]
         heads = (list(range(cfg.n_heads)) if req.head is None
                  else [checked_index(req.head, cfg.n_heads, "heads", "head")])
-    elif isinstance(req, AttentionRequest):
-        layers = checked_indices(req.layers, cfg.n_layers, "layers")
-        heads = checked_indices(req.heads, cfg.n_heads, "heads")
-    else:
-        layers, heads = list(range(cfg.n_layers)), list(range(cfg.n_heads))
+    else:  # the request's layers and heads when it has them; absent or null: all
+        layers = checked_indices(getattr(req, "layers", None), cfg.n_layers, "layers")
+        heads = checked_indices(getattr(req, "heads", None), cfg.n_heads, "heads")
     encoded = model.tokenizer.encode(req.text, req.text_pair)
     edit = None
     if isinstance(req, AttentionRequest) and req.edit is not None:

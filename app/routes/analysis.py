@@ -12,18 +12,16 @@ from typing import Annotated, Any
 import numpy as np
 import orjson
 import torch
-from fastapi import APIRouter, Body, Depends, Response
+from fastapi import APIRouter, Depends, Response
 
 from model import analysis
-from model.errors import PairNotSupported, checked_indices
 from model.pretrained import PretrainedEncoder
 from model.tokenizer import Encoded
 from model.trace import Trace
 
-from ..deps import ClientLeft, Hub, Resolved, SettingsDep
+from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolved
 from ..errors import refuse_over_cap
-from ..hub import ModelHub
-from ..schemas import documented_error, openapi_examples
+from ..schemas import documented_error
 from ..schemas.analysis import (
     AggregateRequest,
     AggregateResponse,
@@ -50,28 +48,9 @@ router = APIRouter(
 TEXT_RULES = MODEL_RULES.split("; {indices}")[0] + "."
 
 
-def _resolve(hub: ModelHub, req: Any) -> Resolved[Any]:
-    """Model, pair rule, indices (when the request has them), then tokens, in that order (as app/deps.py)."""
-    spec, model = hub.get(req.model)
-    if req.text_pair is not None and not spec.pairs:
-        raise PairNotSupported(spec.id)
-    cfg = model.cfg
-    layers = checked_indices(getattr(req, "layers", None), cfg.n_layers, "layers")
-    heads = checked_indices(getattr(req, "heads", None), cfg.n_heads, "heads")
-    return Resolved(req, spec, model, model.tokenizer.encode(req.text, req.text_pair), layers, heads)
-
-
-def _dependency(kind: type[Any]) -> Any:
-    def dependency(req: Annotated[kind, Body(openapi_examples=openapi_examples(kind))],  # type: ignore[valid-type]
-                   hub: Hub) -> Resolved[Any]:
-        return _resolve(hub, req)
-
-    return dependency
-
-
-AggregateInput = Annotated[Resolved[AggregateRequest], Depends(_dependency(AggregateRequest))]
-MetricsInput = Annotated[Resolved[MetricsRequest], Depends(_dependency(MetricsRequest))]
-ContributionsInput = Annotated[Resolved[ContributionsRequest], Depends(_dependency(ContributionsRequest))]
+AggregateInput = Annotated[Resolved[AggregateRequest], Depends(resolved(AggregateRequest))]
+MetricsInput = Annotated[Resolved[MetricsRequest], Depends(resolved(MetricsRequest))]
+ContributionsInput = Annotated[Resolved[ContributionsRequest], Depends(resolved(ContributionsRequest))]
 
 
 def _json(fields: dict[str, Any]) -> Response:

@@ -74,7 +74,8 @@ def test_every_number_is_a_float32_weight_in_its_shortest_form(answers, hf_maps)
 
 def test_the_answer_keeps_its_fields_in_order_and_validates_against_the_schema(answers):
     body = json.loads(answers[0])
-    assert list(body) == list(AttentionResponse.model_fields) == ["model", "tokens", "layers", "heads", "attention"]
+    assert list(body) == list(AttentionResponse.model_fields) == ["model", "tokens", "layers", "heads", "edited",
+                                                                  "attention"]
     assert all(list(t) == list(TokenInfo.model_fields) for t in body["tokens"])
     parsed = AttentionResponse.model_validate_json(answers[0])
     assert parsed.layers == list(range(6)) and parsed.heads == list(range(12))
