@@ -28,9 +28,10 @@ class HeldAfterLayer0(PretrainedEncoder):
 
     def attention_maps(self, encoded, compact=False, on_layer=None, edit=None):
         def gate(layer, block):
+            if layer == 0:
+                self.layer0_sent.set()  # before handing it over: whoever receives layer 0 sees this set
             on_layer(layer, block)
             if layer == 0:
-                self.layer0_sent.set()
                 assert self.release.wait(60), "the test never released the forward"
 
         return super().attention_maps(encoded, compact, gate if on_layer else None, edit)
