@@ -62,15 +62,17 @@ class LayerFeed:
 
 
 class Housekeeper:
-    """Gives freed heap pages back to the OS while the worker is idle, never on a request's path.
+    """Gives freed heap pages back to the OS between jobs, never while a request waits for the worker.
 
-    Evicted maps of short inputs leave holes in glibc's heap that it keeps (RSS creeps up); malloc_trim
-    returns them, but it walks the whole heap (measured: several ms with a full cache), so it runs on a
-    timer thread once the model worker has been idle for `idle_s`.
+    Evicted maps and the scratch buffers of long inputs leave free pages inside glibc's heap that it keeps
+    (RSS rose to 600+ MB after twenty 512-token answers); malloc_trim returns them but walks the heap
+    (measured: 1.5-7.7 ms with a full cache of 512-token maps). After a job whose answer has been handed
+    over, it runs at once on the worker when no other job waits; otherwise on a timer thread once the
+    worker has been idle for `idle_s`.
     """
 
-    def __init__(self, busy: Callable[[], bool], idle_s: float = 0.5) -> None:
-        self._busy = busy
+    def __init__(self, queued: Callable[[], int], idle_s: float = 0.5) -> None:
+        self._queued = queued  # model jobs waiting or running now
         self._idle_s = idle_s
         self._pending = 0
         self._lock = threading.Lock()
@@ -79,23 +81,34 @@ class Housekeeper:
     def evicted(self, nbytes: int) -> None:
         with self._lock:
             self._pending += nbytes
-            if self._pending >= TRIM_AFTER_EVICTING:
+
+    def after_job(self) -> None:
+        """On the worker, once a job's answer is complete."""
+        with self._lock:
+            if self._pending < TRIM_AFTER_EVICTING:
+                return
+            if self._queued() > 1:  # another job waits behind this one
                 self._arm()
+                return
+            self._pending = 0
+        release_free_memory()
 
     def _arm(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = threading.Timer(self._idle_s, self._trim)
+        self._timer = threading.Timer(self._idle_s, self._on_timer)
         self._timer.daemon = True
         self._timer.start()
 
-    def _trim(self) -> None:
+    def _on_timer(self) -> None:
         with self._lock:
-            if self._busy():
-                self._arm()  # try again after the next idle spell
+            self._timer = None
+            if self._pending < TRIM_AFTER_EVICTING:
+                return
+            if self._queued() > 0:  # a job is running or waiting: try again after the next idle spell
+                self._arm()
                 return
             self._pending = 0
-            self._timer = None
         release_free_memory()
 
     def close(self) -> None:
@@ -135,7 +148,7 @@ class ModelHub:
         self.cache: ByteLRU[AttentionMaps] = ByteLRU(cache_bytes)
         self.stats = {"queued": 0, "dropped": 0}  # jobs waiting or running now; jobs dropped for clients gone
         self._stats_lock = threading.Lock()
-        self._housekeeper = Housekeeper(busy=lambda: self.stats["queued"] > 0)
+        self._housekeeper = Housekeeper(queued=lambda: self.stats["queued"])
 
         def load_all() -> dict[str, PretrainedEncoder]:
             return {mid: PretrainedEncoder.from_dir(dirs.get(mid) or spec.locate()) for mid, spec in MODELS.items()}
@@ -240,6 +253,7 @@ class ModelHub:
             raise
         if feed is not None:
             feed.close()
+        self._housekeeper.after_job()
         return maps
 
     def infos(self) -> list[ModelInfo]:

@@ -107,6 +107,7 @@ def warm_loads(browser, base: str, texts: FreshTexts) -> tuple[list[int], list[i
         api_bytes.append(sum(v for k, v in sizes.items() if "/api/" in k))
         all_bytes.append(sum(sizes.values()))
     page.evaluate(WATCH_HOVER)
+    page.locator("#heatmap").scroll_into_view_if_needed()  # the mouse only reaches what is in the viewport
     box = page.locator("#heatmap .nsewdrag").first.bounding_box()
     for i in range(HOVERS):
         before = page.evaluate("() => window.__hover.length")

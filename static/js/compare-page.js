@@ -4,7 +4,7 @@
 // with one layer and head picker for both and a sentence saying why no difference is drawn.
 // Word view (figures/words.js) and hidden special tokens apply to both; every figure exports as
 // PNG, SVG, JSON and CSV (views/export.js).
-// State in the URL: /compare?a=…&a_pair=…&b=…&b_pair=…&model=…&layer=…&head=…&words=1&hide_special=1
+// State in the URL: /compare?a=…&a_pair=…&b=…&b_pair=…&model=…&layer=…&head=…&words=1&specials=hide (as the explorer)
 import { getAttentionCompact } from './api.js';
 import { toRows } from './compact.js';
 import { difference, differenceFigure, sentenceFigure } from './figures/compare.js';
@@ -58,7 +58,7 @@ const page = createPage({
     layer: indexParam(params.get('layer')),
     head: indexParam(params.get('head')),
     words: flag(params.get('words')),
-    hide: flag(params.get('hide_special')),
+    hide: params.get('specials') === 'hide',
   }),
   write: (state) => {
     const params = new URLSearchParams();
@@ -71,7 +71,7 @@ const page = createPage({
     params.set('layer', String(state.layer));
     params.set('head', String(state.head));
     if (state.words) params.set('words', '1');
-    if (state.hide) params.set('hide_special', '1');
+    if (state.hide) params.set('specials', 'hide');
     return params;
   },
   render,

@@ -231,7 +231,7 @@ def test_word_view_merges_pieces_like_a_reference_from_offsets(page: Page, api):
 def test_hide_special_renormalises_rows_to_one(page: Page, api):
     tokens, ref = head_map(api, PIECES_A, None, 0, 0)
     _, ref_b = head_map(api, CAT, None, 0, 0)
-    page.goto(compare_url(PIECES_A, CAT, 0, 0, hide_special="1"))
+    page.goto(compare_url(PIECES_A, CAT, 0, 0, specials="hide"))
     wait_drawn(page)
     expect(page.get_by_label("Hide special tokens")).to_be_checked()
     a = drawn(page, "a")
@@ -246,7 +246,7 @@ def test_hide_special_renormalises_rows_to_one(page: Page, api):
 
     # Word view and hidden specials together: words first, then the special words dropped, rows renormalised.
     page.get_by_label("Word view").check()
-    expect(page).to_have_url(re.compile(r"words=1.*hide_special=1"))
+    expect(page).to_have_url(re.compile(r"words=1.*specials=hide"))
     wait_drawn(page)
     words = reference_words(tokens, PIECES_A, None)
     merged = reference_word_matrix(ref, words)
