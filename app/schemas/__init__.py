@@ -85,6 +85,14 @@ def openapi_examples(kind: type[BaseModel]) -> dict[str, Example]:
     }
 
 
+ChosenLayers = Annotated[Indices | None, Field(
+    description="Distinct layer indices, kept in the order given; null means all. Each must be below the model's "
+    "n_layers.")]
+ChosenHeads = Annotated[Indices | None, Field(
+    description="Distinct head indices, kept in the order given; null means all. Each must be below the model's "
+    "n_heads.")]
+
+
 class TextRequest(StrictRequest):
     text: Text = Field(description=TEXT_DOC)
     text_pair: Text | None = Field(
@@ -101,14 +109,8 @@ class AttentionRequest(TextRequest):
          "edit": {"layer": 2, "heads": [5], "temperature": 3}},
     ))
 
-    layers: Indices | None = Field(
-        None, description="Distinct layer indices, kept in the order given; null means all. "
-        "Each must be below the model's n_layers."
-    )
-    heads: Indices | None = Field(
-        None, description="Distinct head indices, kept in the order given; null means all. "
-        "Each must be below the model's n_heads."
-    )
+    layers: ChosenLayers = None
+    heads: ChosenHeads = None
     edit: AttentionEdit | None = Field(
         None, description="A what-if edit of one layer's heads; every later layer is recomputed on the edited "
         "hidden state, and the answer says `edited: true`. Null: the model as it is."

@@ -9,7 +9,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from model.analysis import MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
 
 from . import (
-    Indices,
+    ChosenHeads,
+    ChosenLayers,
     StrictRequest,
     TextRequest,
     TokenInfo,
@@ -133,14 +134,8 @@ class ContributionsRequest(TextRequest):
         {"text": "Where did the dog go?", "text_pair": "It went home.", "layers": [0, 5], "heads": [0, 1]},
     ))
 
-    layers: Indices | None = Field(
-        None, description="Distinct layer indices, kept in the order given; null means all. "
-        "Each must be below the model's n_layers."
-    )
-    heads: Indices | None = Field(
-        None, description="Distinct head indices, kept in the order given; null means all. "
-        "Each must be below the model's n_heads."
-    )
+    layers: ChosenLayers = None
+    heads: ChosenHeads = None
 
 
 class ContributionsResponse(BaseModel):

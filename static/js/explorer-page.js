@@ -9,7 +9,8 @@
 // The grid is canvases: it needs no Plotly, and plotly.js (4.8 MB) is added only once the grid is
 // on screen (or the intro is), for the large map.
 import { tokenLabel } from './figures/axes.js';
-import { attentionHeatmapFigure, matrixAbsMax, matrixMax } from './figures/heatmap.js';
+import { matrixAbsMax, matrixMax } from './figures/colormap.js';
+import { attentionHeatmapFigure } from './figures/heatmap.js';
 import {
   $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, setTitle, t,
 } from './page.js';

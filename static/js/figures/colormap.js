@@ -12,7 +12,7 @@
 //   cssGradient(direction, {gamma, kind})   a CSS gradient of either scale, for a colour key
 //   attentionPixels(rows, max, gamma) RGBA pixels of an N x N matrix of weights (rows of numbers)
 //   differencePixels(rows, maxAbs)    RGBA pixels of an N x N matrix of differences, symmetric around 0
-//   matrixMax(rows), HEAD_COLOURS, headColour(i)
+//   matrixMax(rows), matrixMin(rows), matrixAbsMax(rows), HEAD_COLOURS, headColour(i)
 // Both scales interpolate linearly in RGB between their stops, as Plotly does between colorscale entries.
 
 function hex(colour) {
@@ -163,7 +163,7 @@ export function attentionPixels(matrix, max = matrixMax(matrix), gamma = 1) {
 }
 
 /** RGBA pixels of an N x N matrix of differences on the diverging scale, -maxAbs blue, 0 white, +maxAbs red. */
-export function differencePixels(matrix, maxAbs = Math.max(matrixMax(matrix), -matrixMin(matrix))) {
+export function differencePixels(matrix, maxAbs = matrixAbsMax(matrix)) {
   const top = LEVELS - 1;
   const table = packedLevels('d', (p) => diverging(2 * p - 1));
   const middle = top >> 1; // 0 (and NaN) -> white
@@ -180,6 +180,11 @@ export function matrixMin(matrix) {
   let min = 0;
   for (const row of matrix) for (const v of row) if (v < min) min = v;
   return min;
+}
+
+/** Largest absolute entry of a matrix (0 for an empty one): the half-range of a diverging scale. */
+export function matrixAbsMax(matrix) {
+  return Math.max(matrixMax(matrix), -matrixMin(matrix));
 }
 
 // One colour per head (the head view's lines and toggles): Paul Tol's "bright" and "muted" qualitative

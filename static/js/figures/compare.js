@@ -2,7 +2,7 @@
 // sequential scale shared by both, and their difference A − B on a diverging scale symmetric
 // around 0. Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
-import { PLOTLY_DIVERGING, PLOTLY_SEQUENTIAL } from './colormap.js';
+import { matrixAbsMax, PLOTLY_DIVERGING, PLOTLY_SEQUENTIAL } from './colormap.js';
 import { FONT, TEXT_COLOUR, tickIndices, tickLabel, tokenLabel } from './axes.js';
 import { escapeForPlotly } from './escape.js';
 
@@ -12,13 +12,6 @@ const LABEL_PX = 13; // vertical room one tick label needs
 // than B), near-white (equal), red (A gives more).
 const sequentialScale = () => PLOTLY_SEQUENTIAL.map(([p, colour]) => [p, colour]);
 const divergingScale = () => PLOTLY_DIVERGING.map(([p, colour]) => [p, colour]);
-
-/** Largest absolute entry of a matrix (0 for an empty one). */
-export function absMax(matrix) {
-  let max = 0;
-  for (const row of matrix) for (const v of row) if (Math.abs(v) > max) max = Math.abs(v);
-  return max;
-}
 
 /** A − B entry by entry (equal shapes). */
 export function difference(a, b) {
@@ -98,7 +91,7 @@ export function sentenceFigure({ units, matrix, title, zmax, size }) {
 
 /** A − B on the diverging scale from −max to +max (0 in the middle, white). */
 export function differenceFigure({ unitsA, unitsB, matrix, title, size }) {
-  const max = absMax(matrix) || 1e-6;
+  const max = matrixAbsMax(matrix) || 1e-6;
   return compareFigure({
     labels: unitsA.map((unit, i) => pairLabel(unit, unitsB[i])), matrix, title, zmin: -max, zmax: max,
     colorscale: divergingScale(), size, tickformat: max < 0.01 ? '.1e' : '.3f',

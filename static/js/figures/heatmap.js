@@ -3,27 +3,13 @@
 // scale. Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
 import { FONT, HIGHLIGHT, keepTicks, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
-import { plotlyColorscale, plotlyDiverging } from './colormap.js';
+import { matrixAbsMax, matrixMax, plotlyColorscale, plotlyDiverging } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
 
 const LABEL_PX = 13; // vertical room one tick label of the large map needs
 const AXIS_ROOM = 140; // pixels of the figure's width that are not the map (labels, colour bar)
 const BOUNDARY = '#1b2330'; // the line between segment A and segment B
 const FOCUS_FILL = 'rgba(240, 140, 0, 0.16)';
-
-/** Largest entry of a matrix (0 for an empty one). */
-export function matrixMax(matrix) {
-  let max = 0;
-  for (const row of matrix) for (const v of row) if (v > max) max = v;
-  return max;
-}
-
-/** Largest absolute entry of a matrix (0 for an empty one). */
-export function matrixAbsMax(matrix) {
-  let max = 0;
-  for (const row of matrix) for (const v of row) if (Math.abs(v) > max) max = Math.abs(v);
-  return max;
-}
 
 /** The sequential colour scale with a gamma: a value v (of the scale's maximum) gets the colour at v^gamma. */
 export const sequentialColorscale = (gamma = 1) => plotlyColorscale({ gamma });
