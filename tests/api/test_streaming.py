@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -35,6 +36,12 @@ class HeldAfterLayer0(PretrainedEncoder):
                 assert self.release.wait(60), "the test never released the forward"
 
         return super().attention_maps(encoded, compact, gate if on_layer else None, edit)
+
+
+def run(coroutine):
+    """asyncio.run on a thread of its own (Playwright's sync API may keep a loop running on this one)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +83,7 @@ def test_layer_0_arrives_while_the_forward_is_still_running(hub, held):
         held.release.set()
         return first, running, [block async for block in layers]
 
-    first, running, rest = asyncio.run(consume())
+    first, running, rest = run(consume())
     assert running  # layer 0 was in the client's hands while the forward was held before layer 1
     whole = hub.attention("minilm", encoded, TEXT + " streamed", None, compact=True)  # now from the cache
     for block, layer in zip([first, *rest], [0, 5, 2], strict=True):
@@ -94,7 +101,7 @@ def test_a_client_that_leaves_stops_the_forward_at_its_next_layer(hub, held):
         await layers.aclose()  # what a cancelled answer's stream does
         held.release.set()
 
-    asyncio.run(leave_after_layer_0())
+    run(leave_after_layer_0())
     for _ in range(600):
         if hub.stats["queued"] == 0:
             break

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -224,7 +225,9 @@ async def _status(app: AllowedHosts, headers: list[tuple[bytes, bytes]], server=
 
 
 def status(app, headers, **kw):
-    return asyncio.run(_status(app, headers, **kw))
+    # On a thread of its own: in the whole suite, Playwright's sync API keeps an event loop running on this one.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _status(app, headers, **kw)).result()
 
 
 def test_the_configured_bind_address_is_answered_and_every_interface_is_no_name():
