@@ -17,21 +17,12 @@ import torch
 from model.architectures import DecoderCheckpoint, EncoderCheckpoint, load_checkpoint
 from model.pretrained import CheckpointError
 
+from ..checkpoints import KINDS, SIZES, make_checkpoint, make_tokenizer
+
 transformers = pytest.importorskip("transformers")
-tokenizers = pytest.importorskip("tokenizers")
 
 TOLERANCE = 1e-5
-SIZES = {"layers": 2, "heads": 4, "d": 32, "ff": 37}
 
-WORDPIECE = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "?", "!", "the", "cat", "sat", "on", "mat", "where",
-    "is", "attention", "all", "you", "need", "hello", "world", "model", "##s", "##ing", "look", "a", "dog",
-    "注", "意", "力", "机", "制", "让", "模", "型", "关", "输", "入", "中",
-]
-SENTENCES = [
-    "Hello world, attention is all you need.", "The cat sat on the mat.", "Where is the dog?",
-    "注意力机制让模型关注输入中最相关的部分。", "Models looking at attention, again and again.",
-]
 ENCODER_TEXTS = {
     "english": ("The cat sat on the mat.", None),
     "chinese": ("注意力机制让模型关注输入中", None),
@@ -43,67 +34,6 @@ DECODER_TEXTS = {
     "chinese": ("注意力机制让模型关注输入。", None),
     "unseen": ("Zebras quietly jump over 42 fences 🙂", None),
 }
-
-
-def _bpe(directory: Path, special: list[str]) -> tuple[str, str]:
-    bpe = tokenizers.ByteLevelBPETokenizer()
-    bpe.train_from_iterator(SENTENCES, vocab_size=400, min_frequency=1, special_tokens=special, show_progress=False)
-    bpe.save_model(str(directory))
-    return str(directory / "vocab.json"), str(directory / "merges.txt")
-
-
-def _tokenizer(kind: str, directory: Path):
-    directory.mkdir(parents=True, exist_ok=True)
-    if kind in ("bert", "distilbert", "electra"):
-        vocab = directory / "vocab.txt"
-        vocab.write_text("\n".join(WORDPIECE) + "\n", encoding="utf-8")
-        cls = {"bert": transformers.BertTokenizerFast, "distilbert": transformers.DistilBertTokenizerFast,
-               "electra": transformers.ElectraTokenizerFast}[kind]
-        return cls(vocab=str(vocab))
-    if kind == "roberta":
-        vocab, merges = _bpe(directory, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-        return transformers.RobertaTokenizerFast(vocab=vocab, merges=merges)
-    vocab, merges = _bpe(directory, ["<|endoftext|>"])
-    return transformers.GPT2TokenizerFast(vocab=vocab, merges=merges)
-
-
-def _model(kind: str, vocab_size: int):
-    n, h, d, ff = SIZES["layers"], SIZES["heads"], SIZES["d"], SIZES["ff"]
-    # Larger initial weights than training would use, so that the maps are far from uniform.
-    if kind == "bert":
-        return transformers.BertModel(transformers.BertConfig(
-            vocab_size=vocab_size, hidden_size=d, num_hidden_layers=n, num_attention_heads=h, intermediate_size=ff,
-            max_position_embeddings=64, initializer_range=0.3))
-    if kind == "roberta":
-        return transformers.RobertaModel(transformers.RobertaConfig(
-            vocab_size=vocab_size, hidden_size=d, num_hidden_layers=n, num_attention_heads=h, intermediate_size=ff,
-            max_position_embeddings=66, type_vocab_size=1, pad_token_id=1, initializer_range=0.3))
-    if kind == "distilbert":
-        return transformers.DistilBertModel(transformers.DistilBertConfig(
-            vocab_size=vocab_size, dim=d, n_layers=n, n_heads=h, hidden_dim=ff, max_position_embeddings=64,
-            initializer_range=0.3))
-    if kind == "electra":  # the discriminator, embedding narrower than the hidden width (as electra-small)
-        return transformers.ElectraForPreTraining(transformers.ElectraConfig(
-            vocab_size=vocab_size, embedding_size=16, hidden_size=d, num_hidden_layers=n, num_attention_heads=h,
-            intermediate_size=ff, max_position_embeddings=64, initializer_range=0.3))
-    return transformers.GPT2Model(transformers.GPT2Config(
-        vocab_size=vocab_size, n_embd=d, n_layer=n, n_head=h, n_positions=64, initializer_range=0.3,
-        bos_token_id=0, eos_token_id=0))
-
-
-def make_checkpoint(kind: str, directory: Path) -> Path:
-    torch.manual_seed(0)
-    tok = _tokenizer(kind, directory / "vocab-source")
-    model = _model(kind, len(tok))
-    model.save_pretrained(str(directory))
-    tok.save_pretrained(str(directory))  # tokenizer.json and tokenizer_config.json
-    for vocabulary in (directory / "vocab-source").iterdir():  # as older checkpoints also have them
-        vocabulary.rename(directory / vocabulary.name)
-    (directory / "vocab-source").rmdir()
-    return directory
-
-
-KINDS = ("bert", "roberta", "distilbert", "electra", "gpt2")
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -235,7 +165,7 @@ def test_gpt2_lm_head_checkpoint_and_logits(tmp_path):
     """A GPT2LMHeadModel directory ("transformer." prefix, tied lm_head) loads; unembed is its LM head."""
     torch.manual_seed(1)
     directory = tmp_path / "lm"
-    tok = _tokenizer("gpt2", tmp_path / "vocab")
+    tok = make_tokenizer("gpt2", tmp_path / "vocab")
     lm = transformers.GPT2LMHeadModel(transformers.GPT2Config(
         vocab_size=len(tok), n_embd=32, n_layer=2, n_head=4, n_positions=64, initializer_range=0.3,
         bos_token_id=0, eos_token_id=0))

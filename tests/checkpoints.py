@@ -1,0 +1,96 @@
+"""Small random-weight Hugging Face checkpoints of every supported architecture, made and saved locally.
+
+Saved with transformers' save_pretrained (the hub is never used) for tests that compare against
+transformers, serve a local model or run the CLI on one. Two layers x four heads, d_model 32, 64 positions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+SIZES = {"layers": 2, "heads": 4, "d": 32, "ff": 37}
+KINDS = ("bert", "roberta", "distilbert", "electra", "gpt2")
+
+
+def _libraries():
+    """transformers and tokenizers, imported only when a checkpoint is made (they are test dependencies)."""
+    import tokenizers
+    import transformers
+    return transformers, tokenizers
+
+
+WORDPIECE = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "?", "!", "the", "cat", "sat", "on", "mat", "where",
+    "is", "attention", "all", "you", "need", "hello", "world", "model", "##s", "##ing", "look", "a", "dog",
+    "注", "意", "力", "机", "制", "让", "模", "型", "关", "输", "入", "中",
+]
+SENTENCES = [
+    "Hello world, attention is all you need.", "The cat sat on the mat.", "Where is the dog?",
+    "注意力机制让模型关注输入中最相关的部分。", "Models looking at attention, again and again.",
+]
+
+
+def _bpe(directory: Path, special: list[str]) -> tuple[str, str]:
+    _, tokenizers = _libraries()
+    bpe = tokenizers.ByteLevelBPETokenizer()
+    bpe.train_from_iterator(SENTENCES, vocab_size=400, min_frequency=1, special_tokens=special, show_progress=False)
+    bpe.save_model(str(directory))
+    return str(directory / "vocab.json"), str(directory / "merges.txt")
+
+
+def make_tokenizer(kind: str, directory: Path):
+    transformers, _ = _libraries()
+    directory.mkdir(parents=True, exist_ok=True)
+    if kind in ("bert", "distilbert", "electra"):
+        vocab = directory / "vocab.txt"
+        vocab.write_text("\n".join(WORDPIECE) + "\n", encoding="utf-8")
+        cls = {"bert": transformers.BertTokenizerFast, "distilbert": transformers.DistilBertTokenizerFast,
+               "electra": transformers.ElectraTokenizerFast}[kind]
+        return cls(vocab=str(vocab))
+    if kind == "roberta":
+        vocab, merges = _bpe(directory, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        return transformers.RobertaTokenizerFast(vocab=vocab, merges=merges)
+    vocab, merges = _bpe(directory, ["<|endoftext|>"])
+    return transformers.GPT2TokenizerFast(vocab=vocab, merges=merges)
+
+
+def _model(kind: str, vocab_size: int):
+    transformers, _ = _libraries()
+    n, h, d, ff = SIZES["layers"], SIZES["heads"], SIZES["d"], SIZES["ff"]
+    # Larger initial weights than training would use, so that the maps are far from uniform.
+    if kind == "bert":
+        return transformers.BertModel(transformers.BertConfig(
+            vocab_size=vocab_size, hidden_size=d, num_hidden_layers=n, num_attention_heads=h, intermediate_size=ff,
+            max_position_embeddings=64, initializer_range=0.3))
+    if kind == "roberta":
+        return transformers.RobertaModel(transformers.RobertaConfig(
+            vocab_size=vocab_size, hidden_size=d, num_hidden_layers=n, num_attention_heads=h, intermediate_size=ff,
+            max_position_embeddings=66, type_vocab_size=1, pad_token_id=1, initializer_range=0.3))
+    if kind == "distilbert":
+        return transformers.DistilBertModel(transformers.DistilBertConfig(
+            vocab_size=vocab_size, dim=d, n_layers=n, n_heads=h, hidden_dim=ff, max_position_embeddings=64,
+            initializer_range=0.3))
+    if kind == "electra":  # the discriminator, embedding narrower than the hidden width (as electra-small)
+        return transformers.ElectraForPreTraining(transformers.ElectraConfig(
+            vocab_size=vocab_size, embedding_size=16, hidden_size=d, num_hidden_layers=n, num_attention_heads=h,
+            intermediate_size=ff, max_position_embeddings=64, initializer_range=0.3))
+    # With its LM head (tied to the word embeddings), as GPT-2 checkpoints are published: the logit lens needs it.
+    return transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=vocab_size, n_embd=d, n_layer=n, n_head=h, n_positions=64, initializer_range=0.3,
+        bos_token_id=0, eos_token_id=0))
+
+
+def make_checkpoint(kind: str, directory: Path) -> Path:
+    torch.manual_seed(0)
+    tok = make_tokenizer(kind, directory / "vocab-source")
+    model = _model(kind, len(tok))
+    model.save_pretrained(str(directory))
+    tok.save_pretrained(str(directory))  # tokenizer.json and tokenizer_config.json
+    for vocabulary in (directory / "vocab-source").iterdir():  # as older checkpoints also have them
+        vocabulary.rename(directory / vocabulary.name)
+    (directory / "vocab-source").rmdir()
+    return directory
+
+
