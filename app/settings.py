@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from model.registry import DEFAULT_MODEL
 
@@ -30,6 +31,19 @@ class Settings(BaseSettings):
         description='checkpoint directory per model id, as JSON: {"minilm": "/path/to/dir"}; '
         "default: the files inside the installed package",
     )
+    model_paths: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description=f"local Hugging Face checkpoint directories to serve besides the packaged model, separated by "
+        f"{os.pathsep!r} (attnscope serve --model PATH, repeatable); each is listed under its directory's name",
+    )
+    show_model_paths: bool = Field(False, description="put each model's checkpoint directory in /api/v1/models")
+    device: Literal["cpu", "cuda"] = Field("cpu", description="where the models run; cuda needs a CUDA build of torch")
+    workers: int = Field(1, ge=1, description="uvicorn worker processes (attnscope serve --workers N)")
+    jobs_dir: Path | None = Field(
+        None,
+        description="a directory the worker processes of one server share for the Iris training jobs; "
+        "attnscope serve --workers N makes a temporary one",
+    )
     cors_origins: list[str] = Field(
         default_factory=list,
         description='origins allowed to call the API from a browser, as JSON: ["http://localhost:3000"]; '
@@ -52,6 +66,13 @@ class Settings(BaseSettings):
         128 * 1024 * 1024, ge=0, description="memory for recently computed attention maps; 0 turns the cache off"
     )
     torch_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+
+    @field_validator("model_paths", mode="before")
+    @classmethod
+    def _split_paths(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from the environment: os.pathsep-separated
+            return [part for part in value.split(os.pathsep) if part.strip()]
+        return value
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -121,10 +121,10 @@ class UnknownModel(LookupError):
 
     type = "unknown_model"
 
-    def __init__(self, model_id: str, known: Sequence[str]) -> None:
+    def __init__(self, model_id: str, known: Sequence[str], hint: str = "") -> None:
         self.model_id = model_id
         self.known = sorted(known)
-        self.message = f"Unknown model {model_id!r}; use one of: {', '.join(self.known)}"
+        self.message = f"Unknown model {model_id!r}; use one of: {', '.join(self.known)}" + (f" {hint}" if hint else "")
         super().__init__(self.message)
 
 

@@ -101,10 +101,16 @@ def load_bert_encoder(directory: Path) -> Encoder:
 
 @dataclass
 class PretrainedEncoder:
-    """An encoder with its tokenizer: text in, hidden states and traces out."""
+    """An encoder with its tokenizer: text in, hidden states and traces out.
+
+    `architecture` is config.json's model_type; `causal`: each token sees only the tokens before it;
+    `pairs`: takes a second segment (text_pair)."""
 
     encoder: Encoder
     tokenizer: Tokenizer
+    architecture: str = "bert"
+    causal: bool = False
+    pairs: bool = True
 
     @classmethod
     def from_dir(cls, directory: Path) -> PretrainedEncoder:
@@ -116,12 +122,27 @@ class PretrainedEncoder:
     def cfg(self) -> EncoderConfig:
         return self.encoder.cfg
 
+    @property
+    def device(self) -> torch.device:
+        return self.encoder.embeddings.word.weight.device
+
+    @property
+    def lm_head(self) -> bool:
+        """Whether the model predicts next tokens (the logit lens needs it)."""
+        return False
+
+    def to(self, device: str | torch.device) -> PretrainedEncoder:
+        """Moves the weights to `device` ("cpu", "cuda"); inputs follow them, and traced values and
+        answers always come back on the CPU."""
+        self.encoder.to(device)
+        return self
+
     def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None) -> torch.Tensor:
         """Forward one tokenized input (with a what-if edit when given); returns the last hidden state (1, T, D)."""
-        ids = torch.tensor([encoded.ids])  # (1, T)
-        segments = torch.tensor([encoded.segments])  # (1, T)
+        ids = torch.tensor([encoded.ids], device=self.device)  # (1, T)
+        segments = torch.tensor([encoded.segments], device=self.device)  # (1, T)
         hidden: torch.Tensor = self.encoder(ids, segments, trace=trace, edit=edit)  # (1, T, D)
-        return hidden
+        return hidden.cpu()
 
     def attention_maps(self, encoded: Encoded, compact: bool = False,
                        on_layer: Callable[[int, torch.Tensor], None] | None = None,

@@ -68,10 +68,11 @@ class LayerRecorder:
 
     def __call__(self, step: str, value: StepValue) -> None:
         if step in self.steps:
+            # On the CPU whatever device the model runs on: the answers are built from these (no copy on the CPU).
             if isinstance(value, dict):
-                value = {name: t.detach() for name, t in value.items()}
+                value = {name: t.detach().cpu() for name, t in value.items()}
             else:
-                value = value.detach()
+                value = value.detach().cpu()
             self._store[step] = value if self._keep is None else self._keep(step, value)
 
 

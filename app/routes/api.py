@@ -47,8 +47,8 @@ router = APIRouter(
 
 
 @router.get("/models", response_model=ModelsResponse, summary="The models this server can run")
-def models(hub: Hub) -> ModelsResponse:
-    return ModelsResponse(models=hub.infos())
+def models(hub: Hub, settings: SettingsDep) -> ModelsResponse:
+    return ModelsResponse(models=hub.infos(show_paths=settings.show_model_paths))
 
 
 ENCODING_DOC = (

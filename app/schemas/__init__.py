@@ -229,8 +229,11 @@ class ModelInfo(BaseModel):
     d_model: int
     d_head: int
     max_tokens: int
-    causal: bool
-    pairs: bool
+    causal: bool = Field(description="Each token attends only to itself and the tokens before it (GPT-2).")
+    pairs: bool = Field(description="Takes a second segment (text_pair).")
+    lm_head: bool = Field(description="Has a language-model head: POST /api/v1/lens works for it.")
+    local: bool = Field(description="Loaded from a checkpoint directory named by --model / ATTNSCOPE_MODEL_PATHS.")
+    path: str | None = Field(None, description="The checkpoint directory; only when ATTNSCOPE_SHOW_MODEL_PATHS=true.")
     default: bool
 
 

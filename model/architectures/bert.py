@@ -65,17 +65,14 @@ class CheckpointEmbeddings(Embeddings):
 class EncoderCheckpoint(PretrainedEncoder):
     """A BERT-family checkpoint: the Encoder and tokenizer, and what the model list says about it."""
 
-    architecture: str
     uses_segments: bool = True  # False: token types are all 0 whatever the tokenizer says (RoBERTa, DistilBERT)
-    causal: bool = False
-    pairs: bool = True
 
     def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None) -> torch.Tensor:
         if self.uses_segments:
             return super().run(encoded, trace, edit)
-        ids = torch.tensor([encoded.ids])  # (1, T)
+        ids = torch.tensor([encoded.ids], device=self.device)  # (1, T)
         hidden: torch.Tensor = self.encoder(ids, torch.zeros_like(ids), trace=trace, edit=edit)  # (1, T, D)
-        return hidden
+        return hidden.cpu()
 
 
 def _config(raw: dict[str, Any], path: Path) -> tuple[EncoderConfig, int | None, int | None]:

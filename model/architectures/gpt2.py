@@ -40,6 +40,10 @@ class DecoderCheckpoint(PretrainedEncoder):
     def decoder(self) -> Decoder:
         return self.encoder
 
+    @property
+    def lm_head(self) -> bool:
+        return True  # GPT-2's LM head is its word embeddings (Decoder.unembed)
+
 
 def gpt2_name(ours: str) -> str:
     """Map one of our parameter names to the GPT-2 checkpoint name (before the c_attn split)."""

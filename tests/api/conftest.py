@@ -13,3 +13,19 @@ def client():
 
 def attention(client, **body):
     return client.post("/api/v1/attention", json=body)
+
+
+@pytest.fixture(scope="session")
+def local_dirs(tmp_path_factory):
+    """A BERT-style and a GPT-2-style checkpoint made by tests/checkpoints.py, served as "tiny-bert" and
+    "tiny-gpt2"."""
+    from ..checkpoints import make_checkpoint
+    root = tmp_path_factory.mktemp("local-models")
+    return {kind: make_checkpoint(kind, root / f"tiny-{kind}") for kind in ("bert", "gpt2")}
+
+
+@pytest.fixture(scope="session")
+def local_client(local_dirs):
+    settings = Settings(allowed_hosts=["testserver"], model_paths=list(local_dirs.values()))
+    with TestClient(create_app(settings)) as c:
+        yield c
