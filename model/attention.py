@@ -105,6 +105,13 @@ def causal_mask(t: int, s: int | None = None) -> torch.Tensor:
     return torch.zeros(t, s).masked_fill(hidden, float("-inf"))
 
 
+def key_padding_mask(padding: torch.Tensor) -> torch.Tensor:
+    """Additive mask hiding a batch's padding keys from every query: (B, T) bool, True at padding ->
+    (B, 1, 1, T), 0 where visible and -inf at the padding (broadcasts over heads and queries)."""
+    mask = torch.zeros(padding.shape, dtype=torch.float32, device=padding.device)
+    return mask.masked_fill(padding, float("-inf"))[:, None, None, :]
+
+
 Score = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (q, k) -> (B, H, T, S)
 Weigh = Callable[[torch.Tensor, bool], torch.Tensor]  # (masked scores, any_hidden) -> (B, H, T, S) weights
 Rotate = Callable[[torch.Tensor], torch.Tensor]  # (B, H, T, Dk) -> (B, H, T, Dk), e.g. RoPE

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import MultiHeadAttention, causal_mask
+from .attention import MultiHeadAttention, causal_mask, key_padding_mask
 from .config import EncoderConfig
 from .trace import LayerRecorder, Trace
 
@@ -82,18 +82,21 @@ class Decoder(nn.Module):
     @torch.inference_mode()
     def forward(
         self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None,
-        edit: Edit | None = None,
+        edit: Edit | None = None, padding: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """ids: (B, T) int64; `segments` is accepted for the Encoder's signature and not used.
 
         Records into `trace` when one is given; the `mask` step shows the hidden upper triangle as -inf.
-        `edit` works as in the Encoder."""
+        `edit` works as in the Encoder. `padding` (B, T) bool, True at a batch's padding, hides those keys
+        as well, as in the Encoder; pad on the right, so that every real token keeps its position."""
         t = ids.shape[1]
         if t > self.cfg.max_positions:
             raise ValueError(f"{t} tokens exceed the model's limit of {self.cfg.max_positions}")
         if edit is not None:
             edit.check(self.cfg.n_layers, self.cfg.n_heads, t)
         mask = causal_mask(t).to(ids.device)  # (T, T)
+        if padding is not None:
+            mask = mask + key_padding_mask(padding)  # (B, 1, T, T)
         x: torch.Tensor = self.embeddings(ids)  # (B, T, D)
         for i, block in enumerate(self.blocks):
             x = block(x, mask=mask, record=trace.recorder(i) if trace is not None else None,

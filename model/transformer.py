@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, key_padding_mask
 from .config import EncoderConfig
 from .trace import LayerRecorder, Trace
 
@@ -66,21 +66,26 @@ class Encoder(nn.Module):
     @torch.inference_mode()
     def forward(
         self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None,
-        edit: Edit | None = None,
+        edit: Edit | None = None, padding: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """ids, segments: (B, T) int64. Records into `trace` when one is given.
 
         `edit` (model/analysis.py) changes heads of its layer; every later layer runs on the edited
         hidden state, and the layers before it are computed exactly as without an edit. Its indices are
-        checked against this model and input first (domain errors, loc under "edit")."""
+        checked against this model and input first (domain errors, loc under "edit").
+
+        `padding`: (B, T) bool, True at the padding of a batch of inputs of different lengths. Those keys
+        are hidden from every query (-inf before the softmax, the `mask` step shows it), so each input's
+        real tokens get the numbers they get alone; the padding's own rows mean nothing. None: no mask."""
         if ids.shape[1] > self.cfg.max_positions:
             raise ValueError(f"{ids.shape[1]} tokens exceed the model's limit of {self.cfg.max_positions}")
         if edit is not None:
             edit.check(self.cfg.n_layers, self.cfg.n_heads, ids.shape[1])
         segments = torch.zeros_like(ids) if segments is None else segments
+        mask = None if padding is None else key_padding_mask(padding)  # (B, 1, 1, T)
         x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
         for i, block in enumerate(self.blocks):
-            x = block(x, record=trace.recorder(i) if trace is not None else None,
+            x = block(x, mask=mask, record=trace.recorder(i) if trace is not None else None,
                       edit=edit if edit is not None and edit.layer == i else None)
         return x
 
