@@ -1,14 +1,25 @@
 """Tokenizer wrapper that keeps what the UI needs: offsets, special flags, segments, readable text.
 
-Each token's `display` is its token string, except for a token the model does not know as written
-(`unknown`): [UNK], or any token whose string is not its source characters even after the
-tokenizer's own normalisation; those display the source characters from their offsets.
+WordPiece (BERT, MiniLM): each token's `display` is its token string, except for a token the model
+does not know as written (`unknown`): [UNK], or any token whose string is not its source characters
+even after the tokenizer's own normalisation; those display the source characters from their offsets.
+
+Byte-level BPE (GPT-2, RoBERTa): a token string spells bytes in GPT-2's byte alphabet ("Ġworld" is the
+bytes of " world"), and one character may be split over several tokens ("我" is three tokens of one
+byte each, all with the offsets of the whole character). Each token displays the characters whose
+first byte it holds, the leading space included: "Ġworld" displays " world", the first byte of "我"
+displays "我" and its two continuation bytes display "" (they add nothing to show, and the character is
+not repeated). So the displays of a segment's tokens, joined, are its text, every character once; a
+space the tokenizer inserted (add_prefix_space) is shown by no token. Every byte is in the vocabulary,
+so no byte-level token is `unknown`.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tokenizers import Tokenizer as RawTokenizer
 
@@ -29,7 +40,7 @@ class Token:
     end: int | None
     special: bool  # inserted by the tokenizer ([CLS], [SEP] of the template)
     segment: int  # token-type id: 0 for text, 1 for text_pair
-    display: str  # what to show: `text`, or the source characters when `unknown`
+    display: str  # what to show: `text`, or the source characters when `unknown`; byte-level BPE: see above
     unknown: bool  # the model does not know these characters as written (e.g. [UNK]): `text` is not its source
 
 
@@ -43,6 +54,30 @@ class Encoded:
         return len(self.ids)
 
 
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet inverted: the byte each of its 256 characters stands for.
+
+    Printable Latin-1 bytes stand for themselves; the others (controls, space, 0x7F-0xA0, 0xAD) take
+    the code points from 256 up in byte order, so space is "Ġ" (U+0120) and newline "Ċ" (U+010A)."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars = {b: b for b in printable}
+    for n, b in enumerate(b for b in range(256) if b not in chars):
+        chars[b] = 256 + n
+    return {chr(c): b for b, c in chars.items()}
+
+
+BYTE_ALPHABET = _byte_alphabet()
+
+
+def _byte_levels(step: object) -> list[dict[str, object]]:
+    """The ByteLevel steps of a tokenizer.json pre_tokenizer (itself, or inside a Sequence)."""
+    if not isinstance(step, dict):
+        return []
+    if step.get("type") == "ByteLevel":
+        return [step]
+    return [level for inner in step.get("pretokenizers") or [] for level in _byte_levels(inner)]
+
+
 class Tokenizer:
     """Loads a `tokenizer.json` with padding and truncation turned off."""
 
@@ -54,6 +89,11 @@ class Tokenizer:
         model = self._raw.model
         self._prefix: str = getattr(model, "continuing_subword_prefix", None) or ""  # "##" for WordPiece
         self._normalizer = self._raw.normalizer  # lowercase + accent stripping for MiniLM; None: text as typed
+        levels = _byte_levels(json.loads(self._raw.to_str()).get("pre_tokenizer"))
+        self.byte_level = bool(levels)  # GPT-2, RoBERTa: token strings spell bytes
+        self._prefix_space = any(level.get("add_prefix_space") for level in levels)
+        self._added = set(self._raw.get_added_tokens_decoder())  # ids whose string is itself, not bytes
+        self._unk: str | None = getattr(model, "unk_token", None)
 
     def _normalized(self, source: str) -> str:
         """The source characters as the model reads them (the tokenizer's own normalizer, spaces dropped:
@@ -77,15 +117,67 @@ class Tokenizer:
         if len(enc.ids) > self.max_tokens:
             raise TooManyTokens(len(enc.ids), self.max_tokens)
         texts = (text, pair)
+        shown = self._byte_displays(enc, texts) if self.byte_level else {}
         tokens = []
-        for piece, (start, end), special, segment, sequence in zip(
+        for index, (piece, (start, end), special, segment, sequence) in enumerate(zip(
             enc.tokens, enc.offsets, enc.special_tokens_mask, enc.type_ids, enc.sequence_ids, strict=True
-        ):
+        )):
             if special or sequence is None:  # inserted by the template: no source characters
                 tokens.append(Token(piece, None, None, True, segment, display=piece, unknown=False))
                 continue
             source = (texts[sequence] or "")[start:end]
+            if self.byte_level:
+                unknown = piece == self._unk and source != piece
+                tokens.append(Token(piece, start, end, False, segment, display=shown[index], unknown=unknown))
+                continue
             known = self.known_as_written(piece, source)
             tokens.append(Token(piece, start, end, False, segment, display=piece if known or not source else source,
                                 unknown=not known))
         return Encoded(ids=list(enc.ids), segments=list(enc.type_ids), tokens=tokens)
+
+    def _bytes_of(self, token_id: int, piece: str) -> bytes | None:
+        """The bytes a byte-level token stands for; None for the unknown token or a string outside the alphabet."""
+        if piece == self._unk:
+            return None
+        if token_id in self._added:
+            return piece.encode("utf-8")  # "<mask>", "<|endoftext|>" as typed
+        if not all(c in BYTE_ALPHABET for c in piece):
+            return None
+        return bytes(BYTE_ALPHABET[c] for c in piece)
+
+    def _byte_displays(self, enc: Any, texts: tuple[str, str | None]) -> dict[int, str]:
+        """Each byte-level text token's display (module docstring), by token index."""
+        shown: dict[int, str] = {}
+        for sequence, text in enumerate(texts):
+            members = [i for i, (s, special) in enumerate(zip(enc.sequence_ids, enc.special_tokens_mask, strict=True))
+                       if s == sequence and not special]
+            if not members:
+                continue
+            chunks = [self._bytes_of(enc.ids[i], enc.tokens[i]) for i in members]
+            try:
+                decoded = b"".join(c for c in chunks if c is not None).decode("utf-8")
+            except UnicodeDecodeError:
+                decoded = None
+            if decoded is None or None in chunks:
+                # Bytes that cannot be read back (an unknown token in the vocabulary): each token shows the
+                # source characters of its offsets that no earlier token showed.
+                covered = 0
+                for i in members:
+                    start, end = enc.offsets[i]
+                    shown[i] = (text or "")[max(start, covered):end]
+                    covered = max(covered, end)
+                continue
+            # The space add_prefix_space put before a text that does not start with one is not the text's.
+            skip = 1 if self._prefix_space and decoded.startswith(" ") and not (text or "").startswith(" ") else 0
+            starts, at = [], 0  # the byte where each character starts
+            for character in decoded:
+                starts.append(at)
+                at += len(character.encode("utf-8"))
+            next_char, end = 0, 0
+            for i, chunk in zip(members, chunks, strict=True):
+                end += len(chunk or b"")
+                first = next_char
+                while next_char < len(decoded) and starts[next_char] < end:
+                    next_char += 1
+                shown[i] = decoded[max(first, skip):next_char]
+        return shown
