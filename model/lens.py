@@ -40,10 +40,11 @@ class PositionOutOfRange(IndexOutOfRange):
     """A token position outside the input (the range is the input's, not the model's)."""
 
     def __init__(self, position: int, tokens: int) -> None:
-        InputError.__init__(self, ("position",), f"position {position} out of range; this input has {tokens} "
-                            f"tokens, positions 0..{tokens - 1}")
+        InputError.__init__(self, ("position",), f"position {position} is out of range; this input has positions "
+                            f"0..{tokens - 1} (its {tokens} tokens)")
         self.bad = [position]
         self.count = tokens
+        self.ctx = {"position": position, "tokens": tokens}
 
 
 def checked_position(position: int | None, tokens: int) -> int:
@@ -89,13 +90,15 @@ def logit_lens(decoder: Decoder, ids: Sequence[int], position: int, top_k: int =
         raise ValueError(f"top_k {top_k} is outside 1..{MAX_TOP_K}")
     if not 0 <= position < len(ids):
         raise PositionOutOfRange(position, len(ids))
-    streams = residual_streams(decoder, torch.tensor([list(ids)]))  # (L + 1, 1, T, D)
+    device = decoder.embeddings.word.weight.device
+    streams = residual_streams(decoder, torch.tensor([list(ids)], device=device))  # (L + 1, 1, T, D)
     logits = decoder.unembed(streams[:, 0, position])  # (L + 1, V)
     probabilities = torch.softmax(logits, dim=-1)  # (L + 1, V)
     top = torch.topk(probabilities, min(top_k, logits.shape[-1]), dim=-1)  # (L + 1, k) each
-    chosen_logits = logits.gather(-1, top.indices)  # (L + 1, k)
+    ids_k, probabilities_k = top.indices.cpu(), top.values.cpu()  # (L + 1, k): answers come back on the CPU
+    logits_k = logits.gather(-1, top.indices).cpu()  # (L + 1, k)
     names: list[str | int] = [EMBEDDINGS, *range(len(decoder.blocks))]
-    return [LensLayer(name, top.indices[i], top.values[i], chosen_logits[i]) for i, name in enumerate(names)]
+    return [LensLayer(name, ids_k[i], probabilities_k[i], logits_k[i]) for i, name in enumerate(names)]
 
 
 def token_display(tokenizer: Tokenizer, token_id: int) -> tuple[str, str]:

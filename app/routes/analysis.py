@@ -1,4 +1,5 @@
-"""REST API v1, analysis of the real model: head aggregates, head metrics, norm-based contributions.
+"""REST API v1, analysis of the real model: head aggregates, head metrics, norm-based contributions, the
+logit lens.
 
 Each route runs a forward of its own on the model worker (hub.run), with only the steps it needs
 traced, and computes its analysis there (model/analysis.py); the JSON caps are checked before.
@@ -12,21 +13,25 @@ from typing import Annotated, Any
 import numpy as np
 import orjson
 import torch
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Body, Depends, Response
 
-from model import analysis
+from model import analysis, lens
+from model.decoder import Decoder
 from model.pretrained import PretrainedEncoder
 from model.tokenizer import Encoded
 from model.trace import Trace
 
-from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolved
+from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolve, resolved
 from ..errors import refuse_over_cap
-from ..schemas import documented_error
+from ..hub import ModelHub
+from ..schemas import documented_error, openapi_examples
 from ..schemas.analysis import (
     AggregateRequest,
     AggregateResponse,
     ContributionsRequest,
     ContributionsResponse,
+    LensRequest,
+    LensResponse,
     MetricsRequest,
     MetricsResponse,
 )
@@ -174,3 +179,60 @@ def contributions(r: ContributionsInput, hub: Hub, settings: SettingsDep, gone: 
     per_head, sums = hub.run(_contributions, r.model, r.encoded, r.layers, r.heads, gone=gone)
     return _json({**_common(r), "layers": r.layers, "heads": r.heads, "contributions": _array(per_head),
                   "layer_sum": _array(sums)})
+
+
+# ---- /lens ----
+
+def _lens_models(hub: ModelHub) -> list[str]:
+    """The ids of the models with an LM head, in the model list's order."""
+    return [mid for mid, model in hub.loaded.items() if model.lm_head]
+
+
+async def _lens_input(req: Annotated[LensRequest, Body(openapi_examples=openapi_examples(LensRequest))],
+                      hub: Hub) -> Resolved[LensRequest]:
+    """The model first (null: the first with an LM head; one without: 422 no_lm_head), then as every route."""
+    with_head = _lens_models(hub)
+    if req.model is None and with_head:
+        req = req.model_copy(update={"model": with_head[0]})
+    spec, model = hub.get(req.model)
+    if not model.lm_head or not isinstance(model.encoder, Decoder):
+        raise lens.NoLMHead(spec.id, with_head)
+    return resolve(hub, req)
+
+
+LensInput = Annotated[Resolved[LensRequest], Depends(_lens_input)]
+
+
+def _lens(model: PretrainedEncoder, encoded: Encoded, position: int, top_k: int) -> list[lens.LensLayer]:
+    assert isinstance(model.encoder, Decoder)  # _lens_input admits models with an LM head: decoders
+    return lens.logit_lens(model.encoder, encoded.ids, position, top_k)
+
+
+@router.post(
+    "/lens",
+    response_model=LensResponse,
+    summary="The logit lens: each layer's top next-token predictions at one position (models with an LM head)",
+    description=(
+        "Runs a model with an LM head (GPT-2: `lm_head` in GET /api/v1/models) on `text` and reads the residual "
+        "stream at `position` (default: the last token) after the embeddings and after each block, as the model "
+        "reads its last one (nostalgebraist 2020, \"interpreting GPT: the logit lens\"): the final LayerNorm, "
+        "the tied word embeddings, a softmax over the vocabulary; per layer the `top_k` most probable next "
+        "tokens with their probability and logit. The last layer's are the model's own next-token prediction. "
+        "A model without an LM head (an encoder such as minilm): 422 `no_lm_head`, naming the models that have "
+        "one; `position` at or beyond the input's token count: 422 `index_out_of_range` (`loc` [\"body\", "
+        "\"position\"], ctx {position, tokens})." + TEXT_RULES
+    ),
+)
+def logit_lens(r: LensInput, hub: Hub, gone: ClientLeft) -> Response:
+    position = lens.checked_position(r.req.position, len(r.encoded))
+    layers = hub.run(_lens, r.model, r.encoded, position, r.req.top_k, gone=gone)
+    answer = []
+    for layer in layers:
+        ids, probabilities, logits = _array(layer.ids), _array(layer.probabilities), _array(layer.logits)
+        predictions = []
+        for token_id, probability, logit in zip(ids, probabilities, logits, strict=True):
+            token, display = lens.token_display(r.model.tokenizer, int(token_id))
+            predictions.append({"id": token_id, "token": token, "display": display, "probability": probability,
+                                "logit": logit})
+        answer.append({"layer": layer.layer, "predictions": predictions})
+    return _json({**_common(r), "position": position, "top_k": r.req.top_k, "layers": answer})

@@ -1,4 +1,5 @@
-"""Request and response models of the analysis routes (/aggregate, /metrics, /contributions) and of an edit."""
+"""Request and response models of the analysis routes (/aggregate, /metrics, /contributions, /lens) and of an
+edit."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from model.analysis import MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
+from model.lens import DEFAULT_TOP_K, MAX_TOP_K
 
 from . import (
     ChosenHeads,
     ChosenLayers,
+    Index,
     StrictRequest,
     TextRequest,
     TokenInfo,
@@ -151,3 +154,47 @@ class ContributionsResponse(BaseModel):
         description="(layer, query, key): ||Σ_h a_hij f_h(x_j)|| over every head of the layer (not only the "
         "chosen ones): what key j adds to query i through the whole attention layer."
     )
+
+
+class LensRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "Hello world, attention is all you need."},
+        {"text": "The cat sat on the mat.", "position": 2, "top_k": 10},
+    ))
+
+    model: str | None = Field(
+        None, description="A model id from GET /api/v1/models whose `lm_head` is true; null: the first such "
+        "model this server has.")
+    position: Index | None = Field(
+        None, description="The token position (0-based) whose next-token predictions to read, below the input's "
+        "token count; null: the last token.")
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K,
+                       description=f"How many predictions per layer, most probable first: 1 to {MAX_TOP_K}.")
+
+
+class LensPrediction(BaseModel):
+    id: int = Field(description="The vocabulary id.")
+    token: str = Field(description="The tokenizer's own token string, e.g. Ġworld.")
+    display: str = Field(
+        description="Readable text: the tokenizer's decoding of this one id (\" world\"). A byte-level token "
+        "holding only part of a character's UTF-8 bytes shows the replacement character U+FFFD.")
+    probability: float = Field(description="softmax over the whole vocabulary of this layer's logits.")
+    logit: float = Field(description="The logit: the final LayerNorm of the residual stream times the token's "
+                         "(tied) embedding.")
+
+
+class LensLayer(BaseModel):
+    layer: Literal["embeddings"] | int = Field(
+        description="\"embeddings\": the stream before the first block (word + position embeddings); l: after "
+        "block l.")
+    predictions: list[LensPrediction] = Field(description="The top_k predictions, most probable first.")
+
+
+class LensResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    position: int = Field(description="The position read (the last token when the request had none).")
+    top_k: int
+    layers: list[LensLayer] = Field(
+        description="\"embeddings\" first, then every block 0..L-1; the last is the model's own next-token "
+        "distribution.")
