@@ -74,8 +74,10 @@ EVENTS_DOC = (
         "Trains the notes' network (Dense(4 -> 32) + ReLU -> 4 tokens of width 8 -> multi-head attention with E = 8, "
         "H = 2 -> mean over the tokens -> Dense(8 -> 3) -> softmax cross-entropy) on the 120 training flowers with "
         "attnscope's own backward, on a thread of its own. Answers at once with the job id and its event stream. "
-        f"At most {MAX_RUNNING} jobs train at once: another is answered 429 with a Retry-After header (seconds, "
-        "estimated from the running jobs' pace). The same settings and seed give the same numbers."
+        f"At most {MAX_RUNNING} jobs train at once on the server, all its worker processes together: another is "
+        "answered 429 with a Retry-After header (seconds, estimated from the running jobs' pace). The same settings "
+        "and seed give the same numbers. Whichever worker process answers, a job's events, DELETE and /predict "
+        "work the same (docs/deploy.md)."
     ),
     responses={**BODY_ERRORS, 429: documented_error(
         f"{MAX_RUNNING} jobs are training (`errors[0].type` `jobs_busy`, `ctx` {{running, retry_after}}); retry "
@@ -102,11 +104,12 @@ def train(req: Annotated[TrainRequest, Body(openapi_examples=openapi_examples(Tr
 async def events(job: JobPath, jobs: Jobs, last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
     found = jobs.get(job, "path")
     start = 0 if last_event_id is None else last_event_id + 1
-    if found.finished and start >= len(found.events):
+    if found.finished() and start >= found.count():
         return Response(status_code=204)
+    events = found.follow(start)
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
-        async for index, (name, data) in found.follow(start):
+        async for index, (name, data) in events:
             yield ServerSentEvent(data=data, event=name, id=str(index))
 
     return EventSourceResponse(stream(), ping=15)
@@ -142,7 +145,7 @@ def cancel(job: JobPath, jobs: Jobs) -> Response:
 )
 def predict(req: Annotated[PredictRequest, Body(openapi_examples=openapi_examples(PredictRequest))],
             jobs: Jobs) -> Response:
-    snapshot = jobs.get(req.job, "body").training.latest
+    snapshot = jobs.get(req.job, "body").snapshot()
     return serialize.json_response(serialize.iris_prediction(iris.predict(snapshot, list(req.features))))
 
 
