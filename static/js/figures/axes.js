@@ -53,3 +53,34 @@ export function tokenLabel(token) {
   const shown = token.display ?? token.text;
   return token.unknown ? `${shown}⟨UNK⟩` : shown;
 }
+
+/**
+ * The two axes of a square map with row i against column i (attention: queries down, keys across),
+ * the first row at the top and one cell as wide as it is tall.
+ * @param {{tickvals: number[], ticktext: string[], x: string, y: string, fontSize?: number,
+ *   tickangle?: number, standoff?: number}} input ticktext: labels already escaped for Plotly;
+ *   x, y: the axis titles
+ */
+export function squareAxes({ tickvals, ticktext, x, y, fontSize, tickangle = -50, standoff = 6 }) {
+  const axis = {
+    tickmode: 'array',
+    tickvals,
+    ticktext,
+    ...(fontSize ? { tickfont: { size: fontSize } } : {}),
+    showgrid: false,
+    zeroline: false,
+    showline: false,
+    ticks: '',
+    automargin: true,
+    constrain: 'domain',
+  };
+  return {
+    xaxis: { ...axis, title: { text: x, standoff }, tickangle, side: 'bottom' },
+    yaxis: { ...axis, title: { text: y, standoff }, autorange: 'reversed', scaleanchor: 'x', scaleratio: 1 },
+  };
+}
+
+/** A slim colour bar beside a map. */
+export function mapColorbar(tickformat) {
+  return { thickness: 10, len: 0.9, xpad: 6, outlinewidth: 0, tickformat, tickfont: { size: 11 } };
+}

@@ -3,7 +3,7 @@
 // around 0. Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
 import { matrixAbsMax, PLOTLY_DIVERGING, PLOTLY_SEQUENTIAL } from './colormap.js';
-import { FONT, TEXT_COLOUR, tickIndices, tickLabel, tokenLabel } from './axes.js';
+import { FONT, mapColorbar, squareAxes, TEXT_COLOUR, tickIndices, tickLabel, tokenLabel } from './axes.js';
 import { escapeForPlotly } from './escape.js';
 
 const LABEL_PX = 13; // vertical room one tick label needs
@@ -37,18 +37,6 @@ export function compareFigure({ labels, matrix, title, zmin, zmax, colorscale, s
   const safe = labels.map((label) => escapeForPlotly(label));
   const index = safe.map((_, i) => i);
   const ticks = tickIndices(n, Math.max(8, Math.floor((size - 120) / LABEL_PX)));
-  const axis = {
-    tickmode: 'array',
-    tickvals: ticks,
-    ticktext: ticks.map((i) => tickLabel(labels[i])),
-    tickfont: { size: n <= 24 ? 12 : n <= 40 ? 11 : 10 },
-    showgrid: false,
-    zeroline: false,
-    showline: false,
-    ticks: '',
-    automargin: true,
-    constrain: 'domain',
-  };
   return {
     data: [{
       type: 'heatmap',
@@ -60,7 +48,7 @@ export function compareFigure({ labels, matrix, title, zmin, zmax, colorscale, s
       colorscale,
       zmin,
       zmax,
-      colorbar: { thickness: 10, len: 0.9, xpad: 6, outlinewidth: 0, tickformat, tickfont: { size: 11 } },
+      colorbar: mapColorbar(tickformat),
     }],
     layout: {
       title: { text: escapeForPlotly(title), x: 0.5, xanchor: 'center', font: { size: 15 } },
@@ -68,14 +56,10 @@ export function compareFigure({ labels, matrix, title, zmin, zmax, colorscale, s
       margin: { t: 40, r: 10, b: 10, l: 10 },
       paper_bgcolor: '#ffffff',
       plot_bgcolor: '#ffffff',
-      xaxis: { ...axis, title: { text: t('figure.key'), standoff: 6 }, tickangle: -50 },
-      yaxis: {
-        ...axis,
-        title: { text: t('figure.query'), standoff: 6 },
-        autorange: 'reversed', // first query at the top
-        scaleanchor: 'x',
-        scaleratio: 1,
-      },
+      ...squareAxes({
+        tickvals: ticks, ticktext: ticks.map((i) => tickLabel(labels[i])), x: t('figure.key'), y: t('figure.query'),
+        fontSize: n <= 24 ? 12 : n <= 40 ? 11 : 10,
+      }),
       hoverlabel: { font: { family: FONT, size: 13 } },
     },
   };

@@ -2,7 +2,7 @@
 // over heads or rollout, contribution norms, or a difference (edited − unedited) on a diverging
 // scale. Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
-import { FONT, HIGHLIGHT, keepTicks, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
+import { FONT, HIGHLIGHT, keepTicks, mapColorbar, squareAxes, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
 import { matrixAbsMax, matrixMax, plotlyColorscale, plotlyDiverging } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
 
@@ -65,19 +65,6 @@ export function attentionHeatmapFigure({
   const tickFontSize = n <= 24 ? 12 : n <= 40 ? 11 : 10;
   const top = diff ? (matrixAbsMax(matrix) || 1) : (zmax || matrixMax(matrix) || 1);
 
-  const axis = {
-    tickmode: 'array',
-    tickvals: ticks,
-    ticktext,
-    tickfont: { size: tickFontSize },
-    showgrid: false,
-    zeroline: false,
-    showline: false,
-    ticks: '',
-    automargin: true,
-    constrain: 'domain',
-  };
-
   const shapes = [];
   const line = (x0, x1, y0, y1, colour, width, fill = 'rgba(0,0,0,0)') => shapes.push({
     type: 'rect', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: colour, width }, fillcolor: fill,
@@ -113,14 +100,7 @@ export function attentionHeatmapFigure({
         colorscale: diff ? divergingColorscale() : sequentialColorscale(gamma),
         zmin: diff ? -top : 0,
         zmax: top,
-        colorbar: {
-          thickness: 10,
-          len: 0.9,
-          xpad: 6,
-          outlinewidth: 0,
-          tickformat: kind === 'contribution' && !diff ? '.2~f' : '.2f',
-          tickfont: { size: 11 },
-        },
+        colorbar: mapColorbar(kind === 'contribution' && !diff ? '.2~f' : '.2f'),
       },
     ],
     layout: {
@@ -134,14 +114,7 @@ export function attentionHeatmapFigure({
       margin: { t: subtitle ? 44 + 16 * notes.length : 44, r: 10, b: 10, l: 10 },
       paper_bgcolor: '#ffffff',
       plot_bgcolor: '#ffffff',
-      xaxis: { ...axis, title: { text: t('figure.key'), standoff: 6 }, tickangle: -50 },
-      yaxis: {
-        ...axis,
-        title: { text: t('figure.query'), standoff: 6 },
-        autorange: 'reversed', // first query at the top
-        scaleanchor: 'x',
-        scaleratio: 1,
-      },
+      ...squareAxes({ tickvals: ticks, ticktext, x: t('figure.key'), y: t('figure.query'), fontSize: tickFontSize }),
       hoverlabel: { font: { family: FONT, size: 13 } },
       annotations: subtitle ? [{
         text: subtitle, xref: 'paper', yref: 'paper', x: 0.5, y: 1, yanchor: 'bottom', yshift: 4,

@@ -3,7 +3,7 @@
 // of a flower, the test split's confusion matrix, the predicted species' probabilities, and the
 // data set as a scatter of the petal measurements. Pure: no DOM, no fetch (words through t()).
 import { t } from '../i18n/index.js';
-import { FONT, HIGHLIGHT, TEXT_COLOUR } from './axes.js';
+import { FONT, HIGHLIGHT, squareAxes, TEXT_COLOUR } from './axes.js';
 import { plotlyColorscale } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
 
@@ -112,16 +112,6 @@ export function accuracyFigure({ epochs, x = [], train = [], test = [] }) {
 export function attentionFigure({ matrix, labels, head, height = 300 }) {
   const names = labels.map((label) => escapeForPlotly(label));
   const index = names.map((_, i) => i);
-  const axis = {
-    tickmode: 'array',
-    tickvals: index,
-    ticktext: names,
-    showgrid: false,
-    zeroline: false,
-    ticks: '',
-    automargin: true,
-    constrain: 'domain',
-  };
   return {
     data: [{
       type: 'heatmap',
@@ -144,8 +134,7 @@ export function attentionFigure({ matrix, labels, head, height = 300 }) {
       height,
       title: { text: t('iris.head', { head }), x: 0.5, xanchor: 'center', font: { size: 13 } },
       margin: { t: 30, r: 8, b: 8, l: 8 },
-      xaxis: { ...axis, title: { text: t('iris.keyAxis'), standoff: 4 }, tickangle: -30, side: 'bottom' },
-      yaxis: { ...axis, title: { text: t('iris.queryAxis'), standoff: 4 }, autorange: 'reversed', scaleanchor: 'x', scaleratio: 1 },
+      ...squareAxes({ tickvals: index, ticktext: names, x: t('iris.keyAxis'), y: t('iris.queryAxis'), tickangle: -30, standoff: 4 }),
     },
   };
 }
@@ -159,9 +148,6 @@ export function confusionFigure({ confusion, classes }) {
   const names = classes.map((name) => escapeForPlotly(name));
   const index = names.map((_, i) => i);
   const top = Math.max(1, ...confusion.flat());
-  const axis = {
-    tickmode: 'array', tickvals: index, ticktext: names, showgrid: false, zeroline: false, ticks: '', automargin: true, constrain: 'domain',
-  };
   return {
     data: [{
       type: 'heatmap',
@@ -183,8 +169,7 @@ export function confusionFigure({ confusion, classes }) {
       ...LAYOUT,
       height: 300,
       margin: { t: 8, r: 8, b: 8, l: 8 },
-      xaxis: { ...axis, title: { text: t('iris.predictedAxis'), standoff: 6 }, side: 'bottom' },
-      yaxis: { ...axis, title: { text: t('iris.trueAxis'), standoff: 6 }, autorange: 'reversed', scaleanchor: 'x', scaleratio: 1 },
+      ...squareAxes({ tickvals: index, ticktext: names, x: t('iris.predictedAxis'), y: t('iris.trueAxis'), tickangle: 'auto' }),
     },
   };
 }
