@@ -106,18 +106,36 @@ def alibi_bias(n_heads: int, queries: int, keys: int) -> torch.Tensor:
     return 0.0 - alibi_slopes(n_heads)[:, None, None] * distance[None, :, :]  # (H, L, S)
 
 
-def learned(model: PretrainedEncoder, length: int) -> torch.Tensor:
-    """The model's own position-embedding rows 0..length−1 (length, D), as float64.
+def learned_rows(model: PretrainedEncoder) -> tuple[torch.Tensor, int]:
+    """The model's position-embedding weight (rows, E) and the row it adds to the token at position 0.
 
-    Read from the loaded weights (the encoder's `embeddings.position` table); length over the
-    model's max_positions raises ValueError.
+    The row is 0, except for RoBERTa, which counts positions from padding_idx + 1 (rows 0..padding_idx
+    are never added to a real token). E is the embedding width: ELECTRA embeds narrower than d_model
+    and projects up after the embeddings. Works for the Encoder's and the Decoder's embeddings alike.
+    """
+    embeddings = model.encoder.embeddings
+    padding = getattr(embeddings, "padding_idx", None)  # set for RoBERTa (model/architectures/bert.py)
+    return embeddings.position.weight, 0 if padding is None else padding + 1
+
+
+def learned_size(model: PretrainedEncoder) -> tuple[int, int]:
+    """(positions, width) of the model's learned table: how many token positions it has rows for, and E."""
+    table, first = learned_rows(model)
+    return table.shape[0] - first, table.shape[1]
+
+
+def learned(model: PretrainedEncoder, length: int) -> torch.Tensor:
+    """The rows the model adds to its tokens at positions 0..length−1 (length, E), as float64.
+
+    Read from the loaded weights (the embeddings' `position` table, from learned_rows' first row on);
+    length over the model's positions raises ValueError.
     """
     _check_positive(length, "length")
-    table = model.encoder.embeddings.position.weight  # (max_positions, D)
-    if length > table.shape[0]:
-        raise ValueError(f"length is {length}; this model has {table.shape[0]} learned positions "
-                         f"(0..{table.shape[0] - 1})")
-    return table[:length].detach().to(torch.float64).clone()  # (length, D)
+    table, first = learned_rows(model)  # (rows, E)
+    limit = table.shape[0] - first
+    if length > limit:
+        raise ValueError(f"length is {length}; this model has {limit} learned positions (0..{limit - 1})")
+    return table[first:first + length].detach().to(torch.float64).clone()  # (length, E)
 
 
 # The tables GET /api/v1/positions serves, and their limits.
@@ -144,9 +162,9 @@ class PositionsError(RuleError):
 class PositionTable:
     """One encoding's numbers for `length` positions; the fields a kind does not have are None.
 
-    sinusoidal: matrix (L, D). learned: matrix (L, D), the model's rows. rope: angles (L, D/2) and
-    matrix (L, D), the rotation of the unit pairs (1, 0): matrix[p, 2i] = cos θ[p, i],
-    matrix[p, 2i+1] = sin θ[p, i]. alibi: bias (H, L, L) and slopes (H,), no matrix.
+    sinusoidal: matrix (L, D). learned: matrix (L, D), the rows the model adds at positions 0..L−1 (D its
+    table's width). rope: angles (L, D/2) and matrix (L, D), the rotation of the unit pairs (1, 0):
+    matrix[p, 2i] = cos θ[p, i], matrix[p, 2i+1] = sin θ[p, i]. alibi: bias (H, L, L) and slopes (H,), no matrix.
     """
 
     kind: str
@@ -180,7 +198,8 @@ def position_table(kind: str, length: int, d_model: int, n_heads: int,
     """The table of one kind (KINDS); a rule between the fields broken raises PositionsError naming the field.
 
     Limits each field has on its own (length 1..MAX_LENGTH, d_model 1..MAX_D_MODEL, n_heads
-    1..MAX_HEADS) are the caller's to check. `learned` needs the model; its d_model is the model's.
+    1..MAX_HEADS) are the caller's to check. `learned` needs the model; its d_model is the width of the
+    model's table (learned_size).
     """
     if kind in ("sinusoidal", "rope") and d_model % 2:
         raise PositionsError("positions_odd_d_model", "d_model",
@@ -198,7 +217,7 @@ def position_table(kind: str, length: int, d_model: int, n_heads: int,
     if kind == "learned":
         if model is None:
             raise ValueError("the learned table needs a model")
-        limit, width = model.cfg.max_positions, model.cfg.d_model
+        limit, width = learned_size(model)
         if length > limit:
             raise PositionsError("positions_learned_length", "length",
                                  f"length is {length}; this model has {limit} learned positions, send at most {limit}",

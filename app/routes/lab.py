@@ -7,7 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from model.cost import COST_RULES, MAX_EXACT, QUANTITIES, cost, request_sizes
-from model.positions import MAX_D_MODEL, MAX_HEADS, MAX_LENGTH, POSITION_RULES, position_numbers, position_table
+from model.positions import (
+    MAX_D_MODEL,
+    MAX_HEADS,
+    MAX_LENGTH,
+    POSITION_RULES,
+    learned_size,
+    position_numbers,
+    position_table,
+)
 
 from .. import serialize
 from ..deps import Hub, SettingsDep
@@ -39,8 +47,11 @@ router = APIRouter(
         "`matrix` N x D, the rotation RoPE gives the vector (1, 0, 1, 0, ...) at each position in the "
         "interleaved-pairs form (dimensions 2i and 2i+1 rotate together), i.e. cos and sin of each angle. "
         f"alibi: `bias` H x N x N and `slopes` H for `n_heads` H ≤ {MAX_HEADS}; `matrix` is null. learned: "
-        "`matrix` N x D, the model's position-embedding rows 0..N-1. "
-        f"D = `d_model` ≤ {MAX_D_MODEL}, default {DEFAULT_D_MODEL} (learned: the model's). Rules between the "
+        "`matrix` N x D, the position-embedding rows the model adds to its tokens at positions 0..N-1: rows "
+        "0..N-1 of its table, except for RoBERTa, whose first token takes row padding_idx + 1 (rows 0..padding_idx "
+        "are never a real token's, and are left out), so N ≤ max_position_embeddings - padding_idx - 1. "
+        f"D = `d_model` ≤ {MAX_D_MODEL}, default {DEFAULT_D_MODEL} (learned: the width of the model's table, which "
+        "for ELECTRA is its embedding_size, not its hidden size). Rules between the "
         "parameters or on the model, which the schema cannot state, answered 422 with `errors[0].loc` naming the "
         "parameter, `errors[0].type` the rule and `errors[0].ctx` its numbers: "
         + documented_rules(POSITION_RULES)
@@ -56,7 +67,7 @@ router = APIRouter(
 def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: SettingsDep) -> Response:
     kind = query.kind.value
     spec, model = hub.get(query.model) if query.model is not None or kind == "learned" else (None, None)
-    d_model = query.d_model or (model.cfg.d_model if model is not None and kind == "learned" else DEFAULT_D_MODEL)
+    d_model = query.d_model or (learned_size(model)[1] if model is not None and kind == "learned" else DEFAULT_D_MODEL)
     refuse_over_cap(position_numbers(kind, query.length, d_model, query.n_heads), settings.max_json_values,
                     f"{kind} at {query.length} positions", "ask for fewer positions, heads or dimensions")
     if kind == "learned":
