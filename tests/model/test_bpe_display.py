@@ -185,3 +185,32 @@ def test_bytes_missing_from_the_vocabulary_are_unknown_and_show_their_characters
     assert [(t.start, t.end) for t in tokens] == offsets
     assert [t.display for t in tokens] == ["c", "a", "t", " ", "猫", "", "", " ", "d", "o", "g"]
     assert [t.unknown for t in tokens] == [False] * 4 + [True] * 3 + [False] * 4
+
+
+def test_the_api_serves_the_displays(checkpoint, tmp_path):
+    """POST /api/v1/attention on a served byte-level checkpoint: Chinese and emoji read as typed."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    kind, directory = checkpoint
+    served = tmp_path / f"tiny-{kind}"
+    shutil.copytree(directory, served)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(served))
+    text, second = "我爱🙂 注意力 world", "猫 dog"
+    with TestClient(create_app(Settings(allowed_hosts=["testserver"], model_paths=[served]))) as client:
+        r = client.post("/api/v1/attention", json={"text": text, "model": f"tiny-{kind}", "layers": [0]})
+        r2 = client.post("/api/v1/attention", json={"text": text, "text_pair": second, "model": f"tiny-{kind}",
+                                                    "layers": [0]})
+    assert r.status_code == 200, r.text
+    tokens = [t for t in r.json()["tokens"] if not t["special"]]
+    ids, expected = reference_displays(theirs, text)
+    assert [t["text"] for t in tokens] == theirs.convert_ids_to_tokens(ids)
+    assert [t["display"] for t in tokens] == expected and "".join(expected) == text
+    assert not any(t["unknown"] for t in r.json()["tokens"])
+    if kind == "gpt2":
+        assert r2.status_code == 422  # GPT-2 takes one text
+    else:
+        real = [t for t in r2.json()["tokens"] if not t["special"]]
+        assert "".join(t["display"] for t in real) == text + second
