@@ -1,0 +1,49 @@
+"""attnscope's Python API: the attention maps and the attention steps of a model, as numpy arrays.
+
+    >>> import attnscope
+    >>> model = attnscope.load("minilm")              # or a checkpoint directory: attnscope.load("~/models/gpt2")
+    >>> model.info.layers, model.info.heads, model.info.max_tokens
+    (6, 12, 512)
+    >>> a = model.attention("The cat sat on the mat.")
+    >>> a.maps.shape                                  # (layers, heads, tokens, tokens), float32
+    (6, 12, 9, 9)
+    >>> [t.display for t in a.tokens][:3]
+    ['[CLS]', 'the', 'cat']
+    >>> steps = model.trace("The cat sat on the mat.", layer=2, head=5)
+    >>> steps["softmax"].shape, steps["split.q"].shape
+    ((9, 9), (9, 32))
+
+`load(name_or_path="minilm", device="cpu") -> Model`
+    A known model id ("minilm", packaged) or a local Hugging Face checkpoint directory (BERT, RoBERTa,
+    DistilBERT, ELECTRA, GPT-2); nothing is downloaded. `device` is "cpu" or "cuda" (only when
+    torch.cuda.is_available()). Raises UnknownModel (LookupError), CheckpointError, ValueError.
+
+`Model.info -> ModelInfo`
+    id, name, architecture, layers, heads, max_tokens, causal, pairs.
+
+`Model.attention(text, pair=None, layers=None, heads=None) -> Attention`
+    One input's maps: `maps` float32 (len(layers), len(heads), T, T) (rows sum to 1; query rows, key
+    columns), `tokens` (text, display, start, end, special, segment, unknown), `ids`, `layers`, `heads`,
+    and `map(layer, head)` for one (T, T) map by the model's indices. Inputs over max_tokens raise
+    TooManyTokens (never truncated); bad indices IndexOutOfRange; a pair for a model without pairs InputError.
+
+`Model.attention_batch(texts, batch_size=8, layers=None, heads=None, progress=None) -> list[Attention]`
+    Many inputs (texts or (text, pair) tuples), sorted by length and run `batch_size` at a time, padded with
+    a key-padding mask; each answer equals `attention` of that input alone up to float32 rounding.
+    `iter_attention_batch` yields the answers batch by batch instead.
+
+`Model.trace(text, layer, head=None, pair=None) -> dict[str, numpy.ndarray]`
+    Every step of one layer's attention (input, project.q/k/v, split.q/k/v, scores, scale, mask, softmax,
+    weighted_sum, concat, output), `head` given: that head's per-head steps without the head axis.
+"""
+
+from model.errors import IndexOutOfRange, InputError, UnknownModel
+from model.pretrained import CheckpointError
+from model.tokenizer import Token, TooManyTokens
+
+from .api import Attention, ItemError, Model, ModelInfo, load
+
+__all__ = [
+    "Attention", "CheckpointError", "IndexOutOfRange", "InputError", "ItemError", "Model", "ModelInfo", "Token",
+    "TooManyTokens", "UnknownModel", "load",
+]

@@ -1,0 +1,229 @@
+"""The Python API: load a model, read its attention maps and the steps of one layer as numpy arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from model import batch as batching
+from model.errors import InputError, checked_index, checked_indices
+from model.pretrained import PretrainedEncoder
+from model.registry import ModelSpec, open_model
+from model.steps import STEPS
+from model.tokenizer import Encoded, Token
+from model.trace import PER_HEAD_STEPS
+
+DEVICES = ("cpu", "cuda")
+
+# One input of a batch: a text, or a (text, pair) tuple for a model that takes pairs.
+Item = str | tuple[str, str | None]
+
+
+class ItemError(ValueError):
+    """An input of a batch the model cannot take: `index` is its place in `texts`, `error` the reason
+    (TooManyTokens, or an InputError for a pair the model does not take or a text without tokens)."""
+
+    def __init__(self, index: int, error: ValueError) -> None:
+        super().__init__(f"texts[{index}]: {error}")
+        self.index = index
+        self.error = error
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a model is: its `id` ("minilm", or a checkpoint directory's name), `architecture` (config.json's
+    model_type: bert, roberta, distilbert, electra, gpt2), `layers` and `heads` (per layer), `max_tokens` (the
+    longest input it takes, special tokens included), `causal` (each token sees only itself and the tokens
+    before it: GPT-2) and `pairs` (takes a second text, as BERT's [SEP]-joined pairs), and a readable `name`."""
+
+    id: str
+    name: str
+    architecture: str
+    layers: int
+    heads: int
+    max_tokens: int
+    causal: bool
+    pairs: bool
+
+    def as_dict(self) -> dict[str, str | int | bool]:
+        return {"id": self.id, "name": self.name, "architecture": self.architecture, "layers": self.layers,
+                "heads": self.heads, "max_tokens": self.max_tokens, "causal": self.causal, "pairs": self.pairs}
+
+
+@dataclass(frozen=True)
+class Attention:
+    """The attention weights of one input.
+
+    `maps` is float32 of shape (len(layers), len(heads), T, T): maps[i, j, q, k] is the weight that query
+    token q gives key token k in head heads[j] of layer layers[i]; each row sums to 1 (for a causal model
+    the entries above the diagonal are 0). `layers` and `heads` are the model's indices in the order asked
+    for. `tokens` are the T tokens (model.tokenizer.Token: `text` as the tokenizer spells it, `display`
+    readable text, `start`/`end` code-point offsets into its segment's text or None for inserted tokens,
+    `special`, `segment` 0 for text and 1 for pair, `unknown`), `ids` their vocabulary ids."""
+
+    text: str
+    pair: str | None
+    tokens: list[Token]
+    ids: list[int]
+    maps: np.ndarray
+    layers: list[int]
+    heads: list[int]
+    model: str
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def map(self, layer: int, head: int) -> np.ndarray:
+        """The (T, T) map of the model's layer `layer`, head `head` (indices of the model, not of `maps`)."""
+        if layer not in self.layers or head not in self.heads:
+            raise KeyError(f"layer {layer}, head {head} is not in this answer (layers {self.layers}, "
+                           f"heads {self.heads})")
+        block: np.ndarray = self.maps[self.layers.index(layer), self.heads.index(head)]
+        return block
+
+
+class Model:
+    """A loaded model; make one with `attnscope.load`. Thread-safe for reading, not for concurrent runs."""
+
+    def __init__(self, spec: ModelSpec, model: PretrainedEncoder) -> None:
+        self._spec = spec
+        self._model = model
+        cfg = model.cfg
+        self.info = ModelInfo(id=spec.id, name=spec.name, architecture=spec.architecture, layers=cfg.n_layers,
+                              heads=cfg.n_heads, max_tokens=model.tokenizer.max_tokens, causal=spec.causal,
+                              pairs=spec.pairs)
+
+    def __repr__(self) -> str:
+        i = self.info
+        return f"<attnscope.Model {i.id}: {i.architecture}, {i.layers} layers x {i.heads} heads>"
+
+    @property
+    def pretrained(self) -> PretrainedEncoder:
+        """The underlying model (model.pretrained.PretrainedEncoder): its `encoder`, `tokenizer` and `cfg`."""
+        return self._model
+
+    def encode(self, text: str, pair: str | None = None) -> Encoded:
+        """The input tokenized as the model reads it (ids, segments, tokens).
+
+        Raises InputError (a ValueError) for a pair sent to a model without pairs or a text without tokens,
+        TooManyTokens (a ValueError) when the input is over `info.max_tokens`: never truncated."""
+        if pair is not None and not self.info.pairs:
+            raise InputError(("pair",), f"model {self.info.id!r} ({self.info.architecture}) takes one text, "
+                                        "not a pair; leave pair out")
+        encoded = self._model.tokenizer.encode(text, pair)
+        if not len(encoded):
+            raise InputError(("text",), f"the text {text!r} makes no tokens for model {self.info.id!r}; "
+                                        "give a text with at least one character")
+        return encoded
+
+    def _chosen(self, layers: Sequence[int] | None, heads: Sequence[int] | None) -> tuple[list[int], list[int]]:
+        return (checked_indices(None if layers is None else list(layers), self.info.layers, "layers"),
+                checked_indices(None if heads is None else list(heads), self.info.heads, "heads"))
+
+    def _answer(self, text: str, pair: str | None, encoded: Encoded, maps: torch.Tensor, layers: list[int],
+                heads: list[int]) -> Attention:
+        return Attention(text=text, pair=pair, tokens=list(encoded.tokens), ids=list(encoded.ids),
+                         maps=maps.numpy().astype(np.float32, copy=False), layers=layers, heads=heads,
+                         model=self.info.id)
+
+    def attention(self, text: str, pair: str | None = None, layers: Sequence[int] | None = None,
+                  heads: Sequence[int] | None = None) -> Attention:
+        """The attention maps of one input (one forward, as the explorer's): `layers` and `heads` are the
+        model's indices to keep, in that order (None: all).
+
+        Raises IndexOutOfRange (a ValueError naming the valid range) for a layer or head the model has not,
+        and the errors of `encode`."""
+        chosen_layers, chosen_heads = self._chosen(layers, heads)
+        encoded = self.encode(text, pair)
+        every = self._model.attention_maps(encoded).select(chosen_layers, chosen_heads)  # per layer (H', T, T)
+        return self._answer(text, pair, encoded, torch.stack(every), chosen_layers, chosen_heads)
+
+    def iter_attention_batch(self, texts: Sequence[Item], batch_size: int = batching.DEFAULT_BATCH_SIZE,
+                             layers: Sequence[int] | None = None, heads: Sequence[int] | None = None,
+                             ) -> Iterator[list[tuple[int, Attention]]]:
+        """As `attention_batch`, one batch at a time: yields [(index into texts, Attention), ...] per batch,
+        the longest inputs first (so that each batch pads little). Every input is tokenized and checked
+        before the first forward."""
+        chosen_layers, chosen_heads = self._chosen(layers, heads)
+        pairs = [(item, None) if isinstance(item, str) else item for item in texts]
+        encodings = []
+        for i, (text, pair) in enumerate(pairs):
+            try:
+                encodings.append(self.encode(text, pair))
+            except ValueError as exc:
+                raise ItemError(i, exc) from exc
+        return self._iter_encoded(pairs, encodings, batch_size, chosen_layers, chosen_heads)
+
+    def _iter_encoded(self, pairs: Sequence[tuple[str, str | None]], encodings: Sequence[Encoded], batch_size: int,
+                      layers: list[int], heads: list[int]) -> Iterator[list[tuple[int, Attention]]]:
+        for results in batching.iter_attention_maps(self._model, encodings, layers, heads, batch_size):
+            yield [(i, self._answer(*pairs[i], encodings[i], maps, layers, heads)) for i, maps in results]
+
+    def attention_batch(self, texts: Sequence[Item], batch_size: int = batching.DEFAULT_BATCH_SIZE,
+                        layers: Sequence[int] | None = None, heads: Sequence[int] | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> list[Attention]:
+        """The attention maps of many inputs, `batch_size` to a forward, in the order of `texts`.
+
+        An item is a text or a (text, pair) tuple. Inputs are sorted by length and each batch is padded to
+        its longest, the padding hidden from every query by a mask (model/batch.py): each answer equals
+        `attention` of that input alone up to float32 rounding (about 1e-6). `progress(done, total)` is called
+        after each batch. Raises as `attention` does, and ItemError naming the first input it cannot take."""
+        out: list[Attention | None] = [None] * len(texts)
+        done = 0
+        for results in self.iter_attention_batch(texts, batch_size, layers, heads):
+            for i, answer in results:
+                out[i] = answer
+            done += len(results)
+            if progress is not None:
+                progress(done, len(texts))
+        return [a for a in out if a is not None]
+
+    def trace(self, text: str, layer: int, head: int | None = None, pair: str | None = None) -> dict[str, np.ndarray]:
+        """Every step of one layer's attention (model/steps.py STEPS), as float32 numpy arrays in step order.
+
+        Keys and shapes (T tokens, D the model width, H heads, Dh = D / H): `input` (T, D); `project.q`,
+        `project.k`, `project.v` (T, D); `split.q`, `split.k`, `split.v` (H, T, Dh); `scores`, `scale`, `mask`,
+        `softmax` (H, T, T); `weighted_sum` (H, T, Dh); `concat` (T, D); `output` (T, D). `mask` holds -inf
+        where a key is hidden (the upper triangle of a causal model). With `head` given, the per-head steps
+        are that head's alone, without the head axis ((T, Dh), (T, T)). `softmax` equals the layer's map
+        from `attention`."""
+        checked_index(layer, self.info.layers, "layers", "layer")
+        if head is not None:
+            checked_index(head, self.info.heads, "heads", "head")
+        encoded = self.encode(text, pair)
+        record = self._model.trace_layer(encoded, layer, None if head is None else [head])
+        out: dict[str, np.ndarray] = {}
+        for step in STEPS:
+            value = record[step]
+            parts = value.items() if isinstance(value, dict) else [("", value)]
+            for name, tensor in parts:
+                array = tensor.numpy().astype(np.float32, copy=False)
+                if head is not None and step in PER_HEAD_STEPS:
+                    array = array[0]
+                out[f"{step}.{name}" if name else step] = array
+        return out
+
+
+def check_device(device: str) -> None:
+    """Refuses a device other than cpu and cuda, and cuda when this torch has none, saying what to use."""
+    if device not in DEVICES:
+        raise ValueError(f"device {device!r} is not supported; use one of {', '.join(DEVICES)}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for, but torch.cuda.is_available() is False here "
+                         "(a CPU-only torch, or no GPU); use device 'cpu'")
+
+
+def load(name_or_path: str | Path = "minilm", device: str = "cpu") -> Model:
+    """A model by id ("minilm", packaged with attnscope) or from a local Hugging Face checkpoint directory
+    (BERT, RoBERTa, DistilBERT, ELECTRA or GPT-2: config.json, model.safetensors or pytorch_model.bin,
+    tokenizer.json or the vocabulary files), on `device` ("cpu" or "cuda"). Nothing is downloaded.
+
+    Raises UnknownModel (a LookupError naming the known ids) for a name that is neither, CheckpointError
+    (naming the file and the problem) for a directory it cannot load, ValueError for a device it cannot use."""
+    check_device(device)
+    spec, model = open_model(str(name_or_path), device)
+    return Model(spec, model)
