@@ -456,7 +456,8 @@ class PositionsResponse(BaseModel):
     n_heads: int | None = Field(None, description="alibi: H; else null.")
     matrix: list[list[float]] | None = Field(
         description="N x D (position, dimension). sinusoidal: P[p, 2i] = sin(p / 10000^(2i/D)), P[p, 2i+1] = "
-        "cos(same). learned: the model's position-embedding rows 0..N-1. rope: each pair of dimensions of the "
+        "cos(same). learned: the rows the model adds at positions 0..N-1 (RoBERTa's start at row padding_idx + 1), "
+        "as wide as its table (ELECTRA: embedding_size). rope: each pair of dimensions of the "
         "vector (1, 0, 1, 0, ...) rotated by its angle, i.e. [p][2i] = cos(angles[p][i]), [p][2i+1] = "
         "sin(angles[p][i]). alibi: null (see bias)."
     )

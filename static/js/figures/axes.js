@@ -50,8 +50,20 @@ export function labelMargin(labels) {
  * @param {{text: string, display?: string, unknown?: boolean}} token
  */
 export function tokenLabel(token) {
-  const shown = token.display ?? token.text;
+  const shown = visibleToken(token.display ?? token.text);
   return token.unknown ? `${shown}⟨UNK⟩` : shown;
+}
+
+const WHITESPACE_SIGNS = { ' ': '␣', '\n': '↵', '\r': '↵', '\t': '⇥' };
+
+/**
+ * A token's display as something one can see: an empty display (a byte-level token holding only the
+ * later bytes of a character the token before shows) as "⋯", a display of whitespace alone as signs.
+ */
+export function visibleToken(display) {
+  if (display === '') return '⋯';
+  if (!/^\s+$/u.test(display)) return display;
+  return Array.from(display, (char) => WHITESPACE_SIGNS[char] ?? '␣').join('');
 }
 
 /**

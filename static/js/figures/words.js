@@ -5,6 +5,8 @@
 // starts) with a letter, digit or mark on both sides of the seam: "un ##bel ##ie ##va ##bly" or
 // "Ġtoken izers" are one word each, while whitespace, punctuation ("mat" + ".") and the characters of
 // unsegmented scripts (Han, kana, Thai: a tokenizer splits them one a token) start a new word.
+// A token whose offsets overlap the word before it holds more bytes of that word's last character
+// (byte-level BPE splits "我" into three tokens with the same offsets) and joins it whatever the script.
 // Special tokens ([CLS], [SEP], <s>, …) are words of their own.
 
 const WORD_CHAR = /[\p{L}\p{N}\p{M}]/u;
@@ -39,11 +41,11 @@ export function mergeWords(tokens, text, textPair = null) {
   tokens.forEach((token, index) => {
     const source = sources[token.segment] ?? '';
     if (
-      last && hasOffsets(token) && last.segment === token.segment && last.end === token.start
-      && joins(source, token.start)
+      last && hasOffsets(token) && last.segment === token.segment
+      && (token.start < last.end || (last.end === token.start && joins(source, token.start)))
     ) {
       last.pieces.push(index);
-      last.end = token.end;
+      last.end = Math.max(last.end, token.end);
       last.unknown ||= Boolean(token.unknown);
       last.text = source.slice(last.start, last.end);
       last.display = last.text;

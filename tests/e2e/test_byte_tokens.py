@@ -1,0 +1,51 @@
+"""Byte-level BPE tokens in the page's own modules (real Chromium): how a token with an empty display or
+whitespace alone is labelled, and the word view joining the byte pieces of one character.
+
+The tokens are written here as the tokenizers library gives them for a GPT-2 vocabulary that lacks "我":
+three one-byte tokens with the same offsets, the first showing the character (model/tokenizer.py)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page
+
+TEXT = "Hello 我们\n"
+TOKENS = [
+    {"text": "Hello", "display": "Hello", "start": 0, "end": 5, "special": False, "segment": 0},
+    {"text": "Ġæ", "display": " 我", "start": 5, "end": 7, "special": False, "segment": 0},
+    {"text": "Ī", "display": "", "start": 6, "end": 7, "special": False, "segment": 0},
+    {"text": "ĳ", "display": "", "start": 6, "end": 7, "special": False, "segment": 0},
+    {"text": "ä»¬", "display": "们", "start": 7, "end": 8, "special": False, "segment": 0},
+    {"text": "Ċ", "display": "\n", "start": 8, "end": 9, "special": False, "segment": 0},
+]
+
+
+def run(page: Page, base_url: str, script: str):
+    page.goto(f"{base_url}/static/js/figures/axes.js")  # any page of this origin: the modules import from it
+    return page.evaluate(script, {"tokens": TOKENS, "text": TEXT})
+
+
+def test_labels_show_every_token(page: Page, base_url: str):
+    labels = run(page, base_url, """async ({tokens}) => {
+        const { tokenLabel } = await import('/static/js/figures/axes.js');
+        return tokens.map((token) => tokenLabel(token));
+    }""")
+    assert labels == ["Hello", " 我", "⋯", "⋯", "们", "↵"]
+
+
+def test_the_word_view_joins_the_bytes_of_one_character(page: Page, base_url: str):
+    words = run(page, base_url, """async ({tokens, text}) => {
+        const { mergeWords } = await import('/static/js/figures/words.js');
+        return mergeWords(tokens, text).words.map((word) => [word.text, word.pieces]);
+    }""")
+    # "我" (three tokens) and "们" are separate words: Han characters are words of their own.
+    assert words == [["Hello", [0]], [" 我", [1, 2, 3]], ["们", [4]], ["\n", [5]]]
+
+
+def test_a_chip_of_continuation_bytes_says_what_it_holds(page: Page, base_url: str):
+    chip = run(page, base_url, """async ({tokens}) => {
+        const { fillChip } = await import('/static/js/views/tokens.js');
+        const chip = fillChip(document.createElement('span'), tokens[2], 2);
+        return { text: chip.textContent, title: chip.title };
+    }""")
+    assert chip["text"] == "⋯"
+    assert "character at 6–7" in chip["title"] and "token before" in chip["title"]
