@@ -19,6 +19,7 @@ import {
   fetchAggregate, fetchContribution, fetchLayer, fetchMetrics, fetchOverview, hasOverview, headRows, sentenceKey,
 } from './views/explorer-data.js';
 import { createEditor } from './views/explorer-edit.js';
+import { createLensPanel, readLens, writeLens } from './views/explorer-lens.js';
 import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
 import { createMetricsTable } from './views/explorer-metrics.js';
 import { createOptions, kindSentence, metricName, scaleSentence } from './views/explorer-options.js';
@@ -56,6 +57,7 @@ const page = createPage({
     layer: indexParam(params.get('layer')),
     head: indexParam(params.get('head')),
     query: indexParam(params.get('query')),
+    lens: readLens(params), // the logit lens's position (views/explorer-lens.js); null: the focus or the last token
     ...readChoices(params),
   }),
   write: (state) => {
@@ -67,7 +69,7 @@ const page = createPage({
     params.set('layer', String(state.layer));
     params.set('head', String(state.head));
     if (state.query) params.set('query', String(state.query));
-    return writeChoices(state, params);
+    return writeChoices(state, writeLens(state, params));
   },
   render,
 });
@@ -78,7 +80,7 @@ const form = createRunForm({
   onSubmit: (input) => {
     const previous = page.state();
     // a new sentence keeps the view's choices, not its token focus or its edit (they name tokens and heads of it)
-    page.navigate({ ...previous, ...input, query: 0, focus: null, edit: null, diff: false });
+    page.navigate({ ...previous, ...input, query: 0, focus: null, lens: null, edit: null, diff: false });
   },
 });
 
@@ -89,7 +91,8 @@ function choose(change) {
   if (shown) page.navigate({ ...shown.state, ...change });
 }
 
-const focusToken = (index) => choose(index === null ? { focus: null } : { focus: index, query: index });
+// a focused token is also where the logit lens reads (its own position choice gives way)
+const focusToken = (index) => choose(index === null ? { focus: null, lens: null } : { focus: index, query: index, lens: null });
 
 const overview = createOverview($('overview'), {
   onSelect: (layer, head) => choose({ layer, head }),
@@ -111,6 +114,10 @@ const editor = createEditor({
 const metricsTable = createMetricsTable({
   head: $('metrics-head'), body: $('metrics-body'), thresholds: $('metrics-thresholds'),
 }, { onSelect: (layer, head) => choose({ layer, head }) });
+const lensPanel = createLensPanel({
+  panel: $('lens-panel'), select: $('lens-select'), note: $('lens-note'), head: $('lens-head'), body: $('lens-body'),
+  error: $('lens-error'),
+}, { onPosition: (position) => choose({ lens: position }) });
 const headView = createHeadViewPanel({
   root: $('head-view'), missing: $('head-view-missing'), layerNote: $('head-view-layer'),
 }, { onFocus: focusToken });
@@ -257,6 +264,7 @@ async function render(state) {
     head: result.heads.includes(state.head) ? state.head : result.heads[0],
     query: state.query < n ? state.query : 0,
     focus: state.focus !== null && state.focus < n ? state.focus : null,
+    lens: state.lens !== null && state.lens < n ? state.lens : null,
   };
   page.replace(fixed);
   const kind = fixed.edit ? 'weight' : fixed.kind; // the aggregates and contributions have no edit
@@ -275,6 +283,7 @@ async function render(state) {
   drawQuery(result, fixed);
   drawFocus(fixed);
   drawScale(fixed);
+  lensPanel.draw(fixed, result.tokens);
   els.kindNote.textContent = kindSentence(kind);
   setTitle('page.explorer', state.text);
 
