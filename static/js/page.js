@@ -4,7 +4,6 @@
 // page translated by i18n/index.js, imported first.
 import { ApiError, getModels } from './api.js';
 import { lang, t } from './i18n/index.js';
-import { fillModels } from './views/controls.js';
 
 export { lang, t };
 
@@ -32,7 +31,8 @@ function keepLanguage(params) {
  */
 export function linkTo(path, state, names = []) {
   const params = new URLSearchParams({ text: state.text });
-  if (state.pair !== null) params.set('pair', state.pair);
+  const pair = state.pair ?? state.heldPair ?? null; // a held pair stays in every link
+  if (pair !== null) params.set('pair', pair);
   if (state.model !== null) params.set('model', state.model);
   for (const name of names) params.set(name, String(state[name]));
   return `${path}?${keepLanguage(params)}`;
@@ -42,16 +42,28 @@ export function linkTo(path, state, names = []) {
  * A page whose state lives in its URL. `read` turns the query parameters into a state, `write`
  * turns a state into them; `render(state)` draws a state. The `lang` parameter, when the URL has
  * one, is kept on every URL the page makes, so a shared link keeps its language.
+ *
+ * On a page with the sentence form (createRunForm), a state's second segment follows the chosen
+ * model's rules (withModelRules): for a model that takes one text, `pair` is null and the URL's
+ * pair is kept as `heldPair`, written back into every URL but never sent.
  * @template S
  * @param {{path: string, read: (params: URLSearchParams) => S, write: (state: S) => URLSearchParams,
  *   render: (state: S) => unknown}} options
  */
 export function createPage({ path, read, write, render }) {
+  const rules = (state) => (runFormOnPage ? withModelRules(state) : state);
   const urlOf = (state) => {
-    const query = keepLanguage(write(state)).toString();
+    const query = keepLanguage(write(withPairShown(state))).toString();
     return query ? `${path}?${query}` : path;
   };
-  const state = () => read(new URLSearchParams(window.location.search));
+  const state = () => rules(read(new URLSearchParams(window.location.search)));
+  /** Render `next` under the model's rules; when it has a pair and the models are not known yet, once they are. */
+  const draw = (next) => {
+    if (runFormOnPage && modelList === null && next && (next.pair ?? next.heldPair ?? null) !== null) {
+      return loadModels().catch(() => null).then(() => render(rules(next)));
+    }
+    return render(rules(next));
+  };
 
   return {
     state,
@@ -60,7 +72,7 @@ export function createPage({ path, read, write, render }) {
     navigate(next) {
       const url = urlOf(next);
       if (url !== currentUrl()) window.history.pushState(null, '', url);
-      return render(next);
+      return draw(next);
     },
     /** Make the URL say `state` without a new history entry (corrections, animation steps). */
     replace(next) {
@@ -69,8 +81,9 @@ export function createPage({ path, read, write, render }) {
     },
     /** Render the URL's state now and again whenever Back or Forward changes it. */
     start() {
-      window.addEventListener('popstate', () => render(state()));
-      return render(state());
+      const fromUrl = () => read(new URLSearchParams(window.location.search));
+      window.addEventListener('popstate', () => draw(fromUrl()));
+      return draw(fromUrl());
     },
   };
 }
@@ -130,12 +143,79 @@ export class Lru {
   }
 }
 
+// ---- the models ------------------------------------------------------------------------
+
 let modelsPromise = null;
+let modelList = null; // the models once /api/v1/models has answered
+let runFormOnPage = false; // createRunForm was called: states follow the chosen model's rules
 
 /** GET /api/v1/models, asked once per page. */
 export function loadModels() {
-  modelsPromise ??= getModels();
+  modelsPromise ??= getModels().then((models) => {
+    modelList = models;
+    return models;
+  });
   return modelsPromise;
+}
+
+/**
+ * The model a state's `model` names (null: the server's default), once the models are known;
+ * null before, or for an id the server does not have (the server then says so).
+ */
+export function modelOf(id) {
+  if (modelList === null) return null;
+  if (id === null || id === undefined) return modelList.find((m) => m.default) || modelList[0] || null;
+  return modelList.find((m) => m.id === id) || null;
+}
+
+/**
+ * A state whose second segment follows its model: a model that takes one text (`pairs: false`)
+ * gets `pair: null`, the segment kept as `heldPair` (in the URL, never sent); any other model gets
+ * it back as `pair`. States without a `pair` field are returned as they are.
+ */
+export function withModelRules(state) {
+  if (!state || typeof state !== 'object' || !('pair' in state)) return state;
+  const pair = state.pair ?? state.heldPair ?? null;
+  const model = modelOf(state.model ?? null);
+  if (model && model.pairs === false && pair !== null) return { ...state, pair: null, heldPair: pair };
+  return { ...state, pair, heldPair: null };
+}
+
+/** The state as its URL says it: a held pair is written as the pair. */
+function withPairShown(state) {
+  return state && state.pair === null && state.heldPair ? { ...state, pair: state.heldPair } : state;
+}
+
+/** "tiny-gpt2 · causal": the picker's text for a model. */
+export function modelLabel(model) {
+  return model.causal ? t('models.option.causal', { id: model.id }) : t('models.option', { id: model.id });
+}
+
+/** What the picker's title says of a model: name, architecture, sizes, token limit, causal, one text. */
+export function modelTitle(model) {
+  const parts = [t('models.title', {
+    name: model.name || model.id, architecture: model.architecture || '?', layers: model.n_layers,
+    heads: model.n_heads, max: model.max_tokens,
+  })];
+  if (model.causal) parts.push(t('models.title.causal'));
+  if (model.pairs === false) parts.push(t('models.title.single'));
+  return parts.join(' · ');
+}
+
+/** Fill the model <select> from /api/v1/models (its id, a title saying the rest); select `selectedId` or the default. */
+export function fillModels(select, models, selectedId) {
+  select.replaceChildren(...models.map((model) => {
+    const option = document.createElement('option');
+    option.value = model.id;
+    option.textContent = modelLabel(model);
+    option.title = modelTitle(model);
+    if (model.causal) option.dataset.causal = 'true';
+    return option;
+  }));
+  const chosen = models.find((model) => model.id === selectedId) || models.find((model) => model.default);
+  if (chosen) select.value = chosen.id;
+  const shown = models.find((model) => model.id === select.value);
+  select.title = shown ? modelTitle(shown) : '';
 }
 
 // ---- status and errors ---------------------------------------------------------------
@@ -144,12 +224,35 @@ export function loadModels() {
 export function errorMessage(error) {
   if (error instanceof ApiError) {
     if (error.code === 'unreachable') return t('error.unreachable');
+    const tooLong = tooLongMessage(error);
+    if (tooLong) return tooLong;
     if (error.code === 'not-json') return t('error.notJson', { status: error.status });
     if (error.detail) return t('error.server', { status: error.status, detail: error.detail });
     return t('error.status', { status: error.status });
   }
   return t('error.unexpected', { detail: error && error.message ? error.message : String(error) });
 }
+
+/**
+ * "This input has 80 tokens; tiny-gpt2 takes at most 64", for a 413 too_many_tokens answer
+ * (its ctx gives the count and the limit; the model is the form's); null for any other error.
+ */
+function tooLongMessage(error) {
+  const item = error.body && Array.isArray(error.body.errors) ? error.body.errors[0] : null;
+  if (!item || item.type !== 'too_many_tokens') return null;
+  const ctx = item.ctx || {};
+  const id = ctx.model ?? (runFormModel ? runFormModel() : null);
+  const model = modelOf(id);
+  const name = model ? model.id : id;
+  const limit = Number.isInteger(ctx.limit) ? ctx.limit : model ? model.max_tokens : null;
+  const values = { count: ctx.count, model: name, limit };
+  if (name && limit !== null) {
+    return t(Number.isInteger(ctx.count) ? 'models.tooLong' : 'models.tooLongLimit', values);
+  }
+  return Number.isInteger(ctx.count) && limit !== null ? t('models.tooLongAny', values) : null;
+}
+
+let runFormModel = null; // () => the model id the form has chosen
 
 /**
  * The status line (#status), the loading indicator (#loading) and the region they describe.
@@ -191,9 +294,11 @@ export function setTitle(pageKey, text = null) {
 // ---- the sentence form (templates/_run_form.html) -------------------------------------------
 
 /**
- * The form of text, optional second segment and model. `onSubmit({text, pair, model})` runs on
- * Enter or Run (pair and model null when empty); changing the model re-runs a non-blank text.
- * @param {{onSubmit: (input: {text: string, pair: string|null, model: string|null}) => void,
+ * The form of text, optional second segment and model. `onSubmit({text, pair, heldPair, model})`
+ * runs on Enter or Run (pair and model null when empty); changing the model keeps the text and the
+ * pair and re-runs a non-blank text. For a model that takes one text the pair field is disabled and
+ * a note says so: a pair it holds comes as `heldPair` (kept in the URL, not sent), `pair` is null.
+ * @param {{onSubmit: (input: {text: string, pair: string|null, heldPair: string|null, model: string|null}) => void,
  *   status: ReturnType<typeof createStatus>}} options
  */
 export function createRunForm({ onSubmit, status }) {
@@ -201,36 +306,80 @@ export function createRunForm({ onSubmit, status }) {
   const text = $('text-input');
   const pair = $('pair-input');
   const model = $('model-select');
+  const pairNote = $('pair-note');
+  const pairDrop = $('pair-drop');
   let wanted = null; // the model id the URL asks for, selected once the list arrives
+  runFormOnPage = true;
+  runFormModel = () => model.value || wanted;
 
-  const read = () => ({
-    text: text.value,
-    pair: pair.value.trim() ? pair.value : null,
-    model: model.value || null,
-  });
+  const chosen = () => modelOf(model.value || wanted);
+
+  /** The pair field and its note for the chosen model. */
+  function showPairRule() {
+    const current = chosen();
+    const single = Boolean(current && current.pairs === false);
+    pair.disabled = single;
+    pair.closest('.field').classList.toggle('is-disabled', single);
+    if (single) pair.setAttribute('aria-describedby', 'pair-note');
+    else pair.removeAttribute('aria-describedby');
+    const held = single && pair.value.trim() !== '';
+    pairNote.hidden = !single;
+    pairDrop.hidden = !held;
+    if (single) {
+      pairNote.querySelector('.pair-note-text').textContent = t(held ? 'models.pair.held' : 'models.pair.single', {
+        model: current.id,
+      });
+    }
+    model.title = current ? modelTitle(current) : '';
+  }
+
+  const read = () => {
+    const typed = pair.value.trim() ? pair.value : null;
+    const current = chosen();
+    const single = Boolean(current && current.pairs === false);
+    return {
+      text: text.value,
+      pair: single ? null : typed,
+      heldPair: single ? typed : null,
+      model: model.value || null,
+    };
+  };
 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     onSubmit(read());
   });
   model.addEventListener('change', () => {
+    showPairRule();
+    if (text.value.trim()) form.requestSubmit();
+  });
+  pairDrop.addEventListener('click', () => {
+    pair.value = '';
+    showPairRule();
     if (text.value.trim()) form.requestSubmit();
   });
   loadModels().then(
-    (models) => fillModels(model, models, wanted),
+    (models) => {
+      fillModels(model, models, wanted);
+      showPairRule();
+    },
     (error) => status.error(error),
   );
 
   return {
     read,
-    /** Show a state's text, pair and model in the form. */
+    /** Show a state's text, pair (or held pair) and model in the form. */
     write(state) {
       text.value = state.text ?? '';
-      pair.value = state.pair ?? '';
+      pair.value = state.pair ?? state.heldPair ?? '';
       wanted = state.model;
       if (state.model !== null && Array.from(model.options).some((o) => o.value === state.model)) {
         model.value = state.model;
+      } else if (state.model === null && modelList !== null) {
+        const fallback = modelOf(null);
+        if (fallback) model.value = fallback.id;
       }
+      if (modelList !== null) showPairRule();
     },
   };
 }

@@ -9,7 +9,7 @@ import { getTrace } from './api.js';
 import { tokenLabel } from './figures/axes.js';
 import { fromTrace, STEPS } from './figures/steps.js';
 import {
-  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, Lru, range, setTitle, t,
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, Lru, modelOf, range, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
 import { createTokenPicker } from './views/token-picker.js';
@@ -21,6 +21,7 @@ const els = {
   query: $('query-select'),
   tokens: $('tokens'),
   explorerLink: $('explorer-link'),
+  modelNote: $('model-note'),
   intro: $('intro'),
   results: $('results'),
 };
@@ -131,9 +132,24 @@ function fillQueries(tokens, query) {
   els.query.value = String(query);
 }
 
+/** A trace as the walkthrough draws it; a causal model's (GPT-2) mask is its causal mask, said as such. */
+function stepData(trace) {
+  const model = modelOf(trace.model);
+  return { ...fromTrace(trace), causal: Boolean(model && model.causal) };
+}
+
+/** The note under the form for a causal model: why every later key is hidden. */
+function showModelNote(trace) {
+  const model = modelOf(trace.model);
+  const causal = Boolean(model && model.causal);
+  els.modelNote.hidden = !causal;
+  els.modelNote.textContent = causal ? t('models.steps.causal', { model: model.id }) : '';
+}
+
 async function draw(trace, state) {
-  const data = shown && shown.trace === trace ? shown.data : fromTrace(trace);
+  const data = shown && shown.trace === trace ? shown.data : stepData(trace);
   shown = { state, trace, data };
+  showModelNote(trace);
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the containers
   els.explorerLink.href = linkTo('/', state, ['layer', 'head', 'query']);

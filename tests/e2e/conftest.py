@@ -4,14 +4,17 @@ tests fail."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
 from bench.common import CHROMIUM, CHROMIUM_ARGS, Server
+from tests.checkpoints import make_checkpoint
 
 # expect() waits until its condition holds; on a busy 2-core machine a cold page (plotly.js loads after
 # the grid) can need more than Playwright's default 5 s. A bound on waiting, not a timing assertion.
@@ -51,6 +54,35 @@ def live_server():
         pytest.fail(str(exc))
     try:
         yield server.base
+    finally:
+        server.stop()
+
+
+@dataclass(frozen=True)
+class LocalModels:
+    """A server of the packaged model and two local checkpoints made by the tests (tests/checkpoints.py)."""
+
+    base: str
+    bert: Path  # a BERT-style checkpoint directory, served as model id "tiny-bert"
+    gpt2: Path  # a GPT-2-style (causal) checkpoint directory, served as "tiny-gpt2"
+    bert_id: str = "tiny-bert"
+    gpt2_id: str = "tiny-gpt2"
+
+
+@pytest.fixture(scope="session")
+def local_models_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real attnscope server with ATTNSCOPE_MODEL_PATHS naming a BERT-style and a GPT-2-style checkpoint
+    saved by the tests (random weights, 64 positions); yields a LocalModels."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    bert = make_checkpoint("bert", root / "tiny-bert")
+    gpt2 = make_checkpoint("gpt2", root / "tiny-gpt2")
+    server = Server(ATTNSCOPE_MODEL_PATHS=os.pathsep.join([str(bert), str(gpt2)]))
+    try:
+        server.start()
+    except RuntimeError as exc:  # fail, never skip
+        pytest.fail(str(exc))
+    try:
+        yield LocalModels(base=server.base, bert=bert, gpt2=gpt2)
     finally:
         server.stop()
 
