@@ -1,4 +1,4 @@
-"""Command line: `attnscope serve`."""
+"""Command line: `attnscope serve`, and the commands of attnscope/commands.py (models, attention)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import uvicorn
 
+from attnscope import commands
 from model.pretrained import CheckpointError
 
 from .settings import Settings
@@ -23,7 +24,7 @@ def bind_warning(host: str) -> str | None:
     return None
 
 
-def add_serve(sub: argparse._SubParsersAction, settings: Settings) -> None:  # type: ignore[type-arg]
+def add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser], settings: Settings) -> None:
     serve = sub.add_parser("serve", help="serve the explorer and the REST API")
     serve.add_argument("--host", default=settings.host, help=f"address to bind (default {settings.host})")
     serve.add_argument("--port", type=int, default=settings.port, help=f"port (default {settings.port})")
@@ -79,8 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="attnscope", description="See what attention does inside a transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_serve(sub, settings)
+    commands.add_parsers(sub)
     args = parser.parse_args(argv)
-    return serve(args, settings)
+    if args.command == "serve":
+        return serve(args, settings)
+    return commands.run(args)
 
 
 if __name__ == "__main__":
