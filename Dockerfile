@@ -18,6 +18,7 @@ RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu 
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY model ./model
+COPY attnscope ./attnscope
 COPY templates ./templates
 COPY static ./static
 RUN pip install --no-cache-dir -e .

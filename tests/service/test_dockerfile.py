@@ -22,5 +22,5 @@ def test_image_essentials():
     assert "\nUSER 10001\n" in DOCKERFILE and "useradd --create-home --uid 10001" in DOCKERFILE
     assert "HEALTHCHECK" in DOCKERFILE and "/healthz" in DOCKERFILE
     assert 'CMD ["attnscope", "serve", "--host", "0.0.0.0"' in DOCKERFILE
-    for folder in ("app", "model", "templates", "static"):
+    for folder in ("app", "attnscope", "model", "templates", "static"):
         assert f"COPY {folder} ./{folder}" in DOCKERFILE
