@@ -13,7 +13,8 @@ import torch
 
 from bench.common import THREADS
 
-SECTIONS = ["server_cost", "json_answer", "analysis", "startup", "page_load", "head_view", "throughput", "load"]
+SECTIONS = ["server_cost", "json_answer", "analysis", "startup", "page_load", "head_view", "throughput", "load",
+            "workers"]
 
 
 def main(names: list[str]) -> None:

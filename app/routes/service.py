@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from pathlib import Path
 
 import plotly
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse
 
 from ..deps import Hub
@@ -21,8 +22,16 @@ VERSION = importlib.metadata.version("attnscope")
 router = APIRouter()
 
 
-@router.get("/healthz", response_model=Health, tags=["service"], summary="200 once the default model is loaded")
-def healthz(hub: Hub) -> Health:
+@router.get(
+    "/healthz",
+    response_model=Health,
+    tags=["service"],
+    summary="200 once the default model is loaded",
+    description="The `Attnscope-Worker` header gives the process id of the worker process that answered "
+    "(attnscope serve --workers N runs N of them).",
+)
+def healthz(hub: Hub, response: Response) -> Health:
+    response.headers["Attnscope-Worker"] = str(os.getpid())
     return Health(status="ok", version=VERSION, jobs=Jobs(**hub.stats))
 
 
