@@ -87,7 +87,7 @@ class Attention:
 
 
 class Model:
-    """A loaded model; make one with `attnscope.load`. Thread-safe for reading, not for concurrent runs."""
+    """A loaded model; make one with `attnscope.load`."""
 
     def __init__(self, spec: ModelSpec, model: PretrainedEncoder) -> None:
         self._spec = spec
