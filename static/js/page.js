@@ -319,6 +319,7 @@ export function createRunForm({ onSubmit, status }) {
     const current = chosen();
     const single = Boolean(current && current.pairs === false);
     pair.disabled = single;
+    pair.placeholder = t(single ? 'models.pair.placeholder' : 'form.pair.placeholder');
     pair.closest('.field').classList.toggle('is-disabled', single);
     if (single) pair.setAttribute('aria-describedby', 'pair-note');
     else pair.removeAttribute('aria-describedby');

@@ -387,6 +387,7 @@ def test_switching_models_keeps_the_text_and_the_pair(page: Page, bert_ref, gpt2
     page.get_by_role("button", name="Remove sentence B").click()
     expect(page.locator("#pair-input")).to_have_value("")
     expect(note).to_contain_text("tiny-gpt2 takes one text: sentence B is not used.")
+    expect(page.locator("#pair-input")).to_have_attribute("placeholder", "not used by this model")
     expect(page).not_to_have_url(re.compile(r"pair="))
     expect(page.locator("#text-input")).to_have_value(ENGLISH)
 

@@ -760,6 +760,7 @@ export default {
   "models.title.single": "one text (no sentence B)",
   "models.pair.single": "{model} takes one text: sentence B is not used.",
   "models.pair.held": "{model} takes one text: sentence B is kept in the link but not sent.",
+  "models.pair.placeholder": "not used by this model",
   "models.pair.drop": "Remove sentence B",
   "models.tooLong": "This input has {count} tokens; {model} takes at most {limit}. Shorten the text or choose another model.",
   "models.tooLongLimit": "This input has more tokens than {model} takes (at most {limit}). Shorten the text or choose another model.",

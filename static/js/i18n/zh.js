@@ -760,6 +760,7 @@ export default {
   "models.title.single": "只接受一段文本（没有句子 B）",
   "models.pair.single": "{model} 只接受一段文本：不使用句子 B。",
   "models.pair.held": "{model} 只接受一段文本：句子 B 保留在链接里，但不会发送。",
+  "models.pair.placeholder": "这个模型不使用",
   "models.pair.drop": "删除句子 B",
   "models.tooLong": "这个输入有 {count} 个词元；{model} 最多接受 {limit} 个。请缩短文本或换一个模型。",
   "models.tooLongLimit": "这个输入的词元数超过了 {model} 的上限（最多 {limit} 个）。请缩短文本或换一个模型。",
