@@ -50,9 +50,14 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     os.environ["ATTNSCOPE_HOST"] = args.host
     jobs_dir: str | None = None
     if args.workers > 1:
-        # uvicorn starts a worker again whenever one exits: a checkpoint that cannot load would never stop
-        # restarting, so every checkpoint is checked here first.
+        # uvicorn starts a worker again whenever one exits: a worker that cannot start would never stop
+        # restarting, so the device and every checkpoint are checked here first.
+        import torch
+
         from model.architectures import load_checkpoint
+        if args.device == "cuda" and not torch.cuda.is_available():
+            print("attnscope cannot start: --device cuda, but this torch has no CUDA device; use cpu", file=sys.stderr)
+            return 1
         for path in paths:
             try:
                 load_checkpoint(path)
@@ -67,8 +72,10 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         print(warning, file=sys.stderr)
     print(f"attnscope: serving on http://{args.host}:{args.port}", file=sys.stderr)
     try:
+        # A new worker imports torch and loads every model before it answers the supervisor's health check:
+        # uvicorn's 5 s default killed and restarted workers on a busy machine.
         uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info",
-                    workers=args.workers if args.workers > 1 else None)
+                    workers=args.workers if args.workers > 1 else None, timeout_worker_healthcheck=60)
     finally:
         if jobs_dir is not None:
             shutil.rmtree(jobs_dir, ignore_errors=True)

@@ -33,7 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except StartupError as exc:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise
-        app.state.iris_jobs = JobRegistry()
+        app.state.iris_jobs = JobRegistry(settings.jobs_dir)
         yield
         app.state.iris_jobs.close()  # running trainings stop before their next batch
         app.state.hub.close()

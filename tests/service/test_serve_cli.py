@@ -70,8 +70,9 @@ def test_a_directory_without_a_checkpoint_stops_the_server_naming_the_file(tmp_p
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this torch has CUDA: the refusal cannot happen")
-def test_cuda_without_a_cuda_build_of_torch_is_refused():
-    proc, _ = serve("--device", "cuda")
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cuda_without_a_cuda_build_of_torch_is_refused(workers):
+    proc, _ = serve("--device", "cuda", "--workers", workers)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0
     assert "this torch has no CUDA device; use cpu" in out
