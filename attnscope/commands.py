@@ -223,9 +223,11 @@ def attention(args: argparse.Namespace, err: TextIO) -> int:
             return 0
         encodings = [_encode(model, t, None, f"--file {args.file} line {n}") for t, n in zip(texts, lines, strict=True)]
         bar = progress.Progress(len(texts), err, progress.wanted(err, args.progress, args.quiet))
-        with atomic(args.out) as f:
-            done = write_batched(f, args.out, model, texts, lines, encodings, layers, heads, args.batch_size, bar)
-        bar.close()
+        try:
+            with atomic(args.out) as f:
+                done = write_batched(f, args.out, model, texts, lines, encodings, layers, heads, args.batch_size, bar)
+        finally:
+            bar.close()  # the bar's line ended even when the run is interrupted
     except IndexOutOfRange as exc:  # checked above; kept so that a refusal never becomes a traceback
         raise Refused(exc.message) from None
     _summary(err, args.out, model, done, started, blank)
