@@ -156,7 +156,7 @@ async def unknown_model(request: Request, exc: Exception) -> JSONResponse:
 async def too_many_tokens(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TooManyTokens)
     message = f"The input has {exc.count} tokens but the model takes at most {exc.limit}; shorten the text"
-    return _answer(413, message, ("text",), message, "too_many_tokens")
+    return _answer(413, message, ("text",), message, "too_many_tokens", {"count": exc.count, "limit": exc.limit})
 
 
 async def answer_too_large(request: Request, exc: Exception) -> JSONResponse:
