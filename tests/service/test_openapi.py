@@ -36,7 +36,8 @@ def test_every_request_body_documents_examples(spec):
     assert {path for _, path, _, _ in bodies} == {"/api/v1/attention", "/api/v1/attention/summary",
                                                   "/api/v1/trace", "/api/v1/toy", "/api/v1/toy/backward",
                                                   "/api/v1/iris/train", "/api/v1/iris/predict",
-                                                  "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions"}
+                                                  "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions",
+                                                  "/api/v1/lens"}
     for method, path, media, schema in bodies:
         assert schema.get("examples"), f"{method} {path}: the schema has no examples"
         # Swagger UI's "Try it out" starts from the first named example of the body
@@ -77,7 +78,7 @@ def _field(spec, schema_name, field):
 
 def test_the_schema_states_the_rules_it_can(spec):
     for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "AggregateRequest", "MetricsRequest",
-                 "ContributionsRequest"):
+                 "ContributionsRequest", "LensRequest"):
         for field in ("text", "text_pair"):
             text = _field(spec, name, field)
             assert text["minLength"] == 1 and text["pattern"] == NON_BLANK
@@ -87,6 +88,9 @@ def test_the_schema_states_the_rules_it_can(spec):
             assert indices["uniqueItems"] is True and indices["minItems"] == 1 and indices["items"]["minimum"] == 0
     assert _field(spec, "TraceRequest", "layer")["minimum"] == 0
     assert _field(spec, "TraceRequest", "head")["minimum"] == 0
+    top_k = _field(spec, "LensRequest", "top_k")
+    assert (top_k["minimum"], top_k["maximum"]) == (1, 20)
+    assert _field(spec, "LensRequest", "position")["minimum"] == 0
     residual = _field(spec, "AggregateRequest", "residual")
     assert (residual["minimum"], residual["maximum"]) == (0, 1)
     assert _field(spec, "AggregateRequest", "kind")["enum"] == ["mean", "rollout"]
