@@ -16,7 +16,6 @@ import torch
 from .attention import causal_mask
 from .decoder import Decoder
 from .errors import IndexOutOfRange, InputError
-from .tokenizer import Tokenizer
 
 DEFAULT_TOP_K = 5
 MAX_TOP_K = 20
@@ -101,12 +100,3 @@ def logit_lens(decoder: Decoder, ids: Sequence[int], position: int, top_k: int =
     return [LensLayer(name, ids_k[i], probabilities_k[i], logits_k[i]) for i, name in enumerate(names)]
 
 
-def token_display(tokenizer: Tokenizer, token_id: int) -> tuple[str, str]:
-    """A vocabulary id as (the tokenizer's token string, readable text).
-
-    The readable text is the tokenizer's own decode of that one id (byte-level BPE: "Ġworld" -> " world"),
-    special tokens included. A byte-level token that holds only part of a character's UTF-8 bytes decodes to
-    the replacement character U+FFFD: one id alone cannot say which character it is part of."""
-    raw = tokenizer._raw  # the `tokenizers` Tokenizer (model/tokenizer.py): its vocabulary and decoder
-    token = raw.id_to_token(token_id) or ""
-    return token, raw.decode([token_id], skip_special_tokens=False)

@@ -95,6 +95,12 @@ class Tokenizer:
         self._added = set(self._raw.get_added_tokens_decoder())  # ids whose string is itself, not bytes
         self._unk: str | None = getattr(model, "unk_token", None)
 
+    def token_text(self, token_id: int) -> tuple[str, str]:
+        """A vocabulary id as (its token string, the tokenizer's own decode of that one id): "Ġworld" and
+        " world". A byte-level token that holds only part of a character's UTF-8 bytes decodes to U+FFFD:
+        one id alone cannot say which character it is part of."""
+        return self._raw.id_to_token(token_id) or "", self._raw.decode([token_id], skip_special_tokens=False)
+
     def _normalized(self, source: str) -> str:
         """The source characters as the model reads them (the tokenizer's own normalizer, spaces dropped:
         BERT's normalizer pads CJK characters with spaces)."""

@@ -231,7 +231,7 @@ def logit_lens(r: LensInput, hub: Hub, gone: ClientLeft) -> Response:
         ids, probabilities, logits = _array(layer.ids), _array(layer.probabilities), _array(layer.logits)
         predictions = []
         for token_id, probability, logit in zip(ids, probabilities, logits, strict=True):
-            token, display = lens.token_display(r.model.tokenizer, int(token_id))
+            token, display = r.model.tokenizer.token_text(int(token_id))
             predictions.append({"id": token_id, "token": token, "display": display, "probability": probability,
                                 "logit": logit})
         answer.append({"layer": layer.layer, "predictions": predictions})

@@ -14,7 +14,7 @@ import torch
 
 from model.architectures import DecoderCheckpoint, load_checkpoint
 from model.errors import IndexOutOfRange
-from model.lens import EMBEDDINGS, MAX_TOP_K, PositionOutOfRange, checked_position, logit_lens, token_display
+from model.lens import EMBEDDINGS, MAX_TOP_K, PositionOutOfRange, checked_position, logit_lens
 
 from ..checkpoints import make_checkpoint
 
@@ -157,12 +157,12 @@ def test_token_display_is_the_reference_tokenizers_decoding(ours, reference):
     tok, _ = reference
     vocab = ours.cfg.vocab_size
     for token_id in range(vocab):
-        token, display = token_display(ours.tokenizer, token_id)
+        token, display = ours.tokenizer.token_text(token_id)
         assert token == tok.convert_ids_to_tokens(token_id)
         assert display == tok.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
         assert "Ġ" not in display
     world = tok(" world")["input_ids"]
-    assert len(world) == 1 and token_display(ours.tokenizer, world[0]) == ("Ġworld", " world")
+    assert len(world) == 1 and ours.tokenizer.token_text(world[0]) == ("Ġworld", " world")
     # a character whose UTF-8 bytes span several tokens: each part alone is the replacement character
-    partial = [i for i in range(vocab) if token_display(ours.tokenizer, i)[1] == "\ufffd"]
+    partial = [i for i in range(vocab) if ours.tokenizer.token_text(i)[1] == "\ufffd"]
     assert partial
