@@ -7,6 +7,7 @@ Every refusal is one line on stderr that says what to change, with exit code 2 (
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ import orjson
 
 from model.errors import IndexOutOfRange, InputError, UnknownModel
 from model.pretrained import CheckpointError
-from model.registry import MODELS
+from model.registry import MODELS, local_id
 from model.tokenizer import Encoded, TooManyTokens
 
 from . import progress
@@ -108,8 +109,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
+def served_paths() -> dict[str, Path]:
+    """The checkpoint directories of ATTNSCOPE_MODEL_PATHS under the ids `attnscope serve` gives them, so
+    `--model tiny-gpt2` names the same model here as in the server's list."""
+    paths: dict[str, Path] = {}
+    for part in os.environ.get("ATTNSCOPE_MODEL_PATHS", "").split(os.pathsep):
+        if part.strip():
+            path = Path(part).expanduser().resolve()
+            paths[local_id(path, [*MODELS, *paths])] = path
+    return paths
+
+
 def open_model(name_or_path: str, device: str = "cpu") -> Model:
-    """The model of --model, or Refused saying what to give instead."""
+    """The model of --model (an id, one of ATTNSCOPE_MODEL_PATHS' ids, or a directory), or Refused saying
+    what to give instead."""
+    served = served_paths()
+    if name_or_path in served:
+        name_or_path = str(served[name_or_path])
     try:
         check_device(device)
     except ValueError:
@@ -118,7 +134,7 @@ def open_model(name_or_path: str, device: str = "cpu") -> Model:
     looks_like_path = any(c in name_or_path for c in "/\\~") or name_or_path.startswith(".")
     if looks_like_path and not Path(name_or_path).expanduser().exists():
         raise Refused(f"--model {name_or_path}: no such directory; give a checkpoint directory or one of the known "
-                      f"models: {', '.join(MODELS)}")
+                      f"models: {', '.join([*MODELS, *served])}")
     try:
         return load(name_or_path, device)
     except UnknownModel as exc:
@@ -132,7 +148,8 @@ def _yes(flag: bool) -> str:
 
 
 def models(args: argparse.Namespace, out: TextIO) -> int:
-    infos: list[ModelInfo] = [open_model(name).info for name in [*MODELS, *args.model]]
+    names = [*MODELS, *(str(p) for p in served_paths().values()), *args.model]
+    infos: list[ModelInfo] = [open_model(name).info for name in names]
     if args.json:
         out.write(orjson.dumps([i.as_dict() for i in infos], option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0

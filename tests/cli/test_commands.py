@@ -306,3 +306,19 @@ def test_a_failed_write_leaves_nothing(tmp_path):
     with atomic(target) as f:
         f.write(b"whole")
     assert target.read_bytes() == b"whole" and list(tmp_path.iterdir()) == [target]
+
+
+def test_an_id_from_the_servers_model_paths_names_that_checkpoint(checkpoint_dirs, monkeypatch, capsys, tmp_path):
+    """With ATTNSCOPE_MODEL_PATHS set, `--model tiny-gpt2` is the id `attnscope serve` lists it under."""
+    monkeypatch.setenv("ATTNSCOPE_MODEL_PATHS", str(checkpoint_dirs["gpt2"]))
+    code, err = in_process(["models"], capsys)
+    assert code == 0, err
+    out = tmp_path / "by-id.npz"
+    code, err = in_process(["attention", "Hello world", "--model", "tiny-gpt2", "--out", out, "--quiet"], capsys)
+    assert code == 0, err
+    by_path = attnscope.load(checkpoint_dirs["gpt2"]).attention("Hello world")
+    z = np.load(out)
+    assert str(z["model"]) == "tiny-gpt2" and np.array_equal(z["maps"], by_path.maps)
+    monkeypatch.delenv("ATTNSCOPE_MODEL_PATHS")
+    code, err = in_process(["attention", "Hello world", "--model", "tiny-gpt2", "--out", out], capsys)
+    assert code == 2 and "Unknown model 'tiny-gpt2'" in err
