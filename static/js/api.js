@@ -266,3 +266,16 @@ export function getMetrics({ text, text_pair = null, model = null }) {
 export function getContributions({ text, text_pair = null, model = null, layers = null, heads = null }) {
   return requestJson('/api/v1/contributions', postJson({ text, text_pair, model, layers, heads }));
 }
+
+/**
+ * POST /api/v1/lens: the logit lens of one position, for a model with an LM head (`lm_head` in /models):
+ * each layer's residual stream (the embeddings first) through the final LayerNorm and the LM head.
+ * @param {{text: string, text_pair?: string|null, model?: string|null, position?: number|null, top_k?: number}} request
+ *   position null: the last token
+ * @returns {Promise<{model: string, tokens: object[], position: number, top_k: number, layers: {layer: string|number,
+ *   predictions: {id: number, token: string, display: string, probability: number, logit: number}[]}[]}>}
+ *   layers: "embeddings", then 0 … n_layers − 1
+ */
+export function getLens({ text, text_pair = null, model = null, position = null, top_k = 5 }) {
+  return requestJson('/api/v1/lens', postJson({ text, text_pair, model, position, top_k }));
+}

@@ -3,7 +3,9 @@
 // difference A − B is drawn on a diverging scale beside A and B; otherwise A and B side by side,
 // with one layer and head picker for both and a sentence saying why no difference is drawn.
 // Word view (figures/words.js) and hidden special tokens apply to both; every figure exports as
-// PNG, SVG, JSON and CSV (views/export.js).
+// PNG, SVG, JSON and CSV (views/export.js). For a model that takes one text (`pairs: false`) the
+// second-segment fields are disabled and a note says so: a segment from the URL stays in its field and
+// in the URL, and is never sent.
 // State in the URL: /compare?a=…&a_pair=…&b=…&b_pair=…&model=…&layer=…&head=…&words=1&specials=hide (as the explorer)
 import { getAttentionCompact } from './api.js';
 import { toRows } from './compact.js';
@@ -11,9 +13,9 @@ import { difference, differenceFigure, sentenceFigure } from './figures/compare.
 import { matrixMax } from './figures/colormap.js';
 import { hideSpecial, mergeWords, wordMatrix } from './figures/words.js';
 import {
-  $, createPage, createStatus, fillSelect, indexParam, latestWins, linkTo, loadModels, Lru, range, setTitle, t,
+  $, createPage, createStatus, fillModels, fillSelect, indexParam, latestWins, linkTo, loadModels, Lru, modelOf, modelTitle,
+  range, setTitle, t,
 } from './page.js';
-import { fillModels } from './views/controls.js';
 import { attnscopeVersion, exportFigure, exportNumbers } from './views/export.js';
 import { downloadName, renderFigure } from './views/plot.js';
 import { loadPlotly } from './views/plotly-loader.js';
@@ -24,6 +26,8 @@ const els = {
   aPair: $('compare-a-pair'),
   b: $('compare-b'),
   bPair: $('compare-b-pair'),
+  pairNote: $('compare-pair-note'),
+  pairDrop: $('compare-pair-drop'),
   model: $('model-select'),
   intro: $('intro'),
   results: $('results'),
@@ -82,9 +86,41 @@ const heads = new Lru(16); // sentence|layer|head -> {tokens, matrix rows}
 
 let wantedModel = null;
 loadModels().then(
-  (models) => fillModels(els.model, models, wantedModel),
+  (models) => {
+    fillModels(els.model, models, wantedModel);
+    showPairRule();
+  },
   (error) => status.error(error),
 );
+
+/** Whether the model takes one text (null: the server's default; unknown before the models are). */
+const singleText = (id) => modelOf(id)?.pairs === false;
+
+/** The second segment a sentence sends: none for a model that takes one text. */
+const sentPair = (state, side) => (singleText(state.model) ? null : state[PAIR[side]]);
+
+/** The pair fields and their note for the chosen model (as the sentence form of / and /steps). */
+function showPairRule() {
+  const id = els.model.value || wantedModel;
+  const model = modelOf(id);
+  const single = singleText(id);
+  for (const field of [els.aPair, els.bPair]) {
+    field.disabled = single;
+    field.placeholder = t(single ? 'models.pair.placeholder' : 'compare.pair.placeholder');
+    field.closest('.field').classList.toggle('is-disabled', single);
+    if (single) field.setAttribute('aria-describedby', 'compare-pair-note');
+    else field.removeAttribute('aria-describedby');
+  }
+  const held = single && (els.aPair.value.trim() !== '' || els.bPair.value.trim() !== '');
+  els.pairNote.hidden = !single;
+  els.pairDrop.hidden = !held;
+  if (single) {
+    els.pairNote.querySelector('.pair-note-text').textContent = t(held ? 'followups.compare.held' : 'followups.compare.single', {
+      model: model.id,
+    });
+  }
+  els.model.title = model ? modelTitle(model) : '';
+}
 
 function writeForm(state) {
   els.a.value = state.a ?? '';
@@ -96,7 +132,10 @@ function writeForm(state) {
   wantedModel = state.model;
   if (state.model !== null && Array.from(els.model.options).some((o) => o.value === state.model)) {
     els.model.value = state.model;
+  } else if (state.model === null && modelOf(null)) {
+    els.model.value = modelOf(null).id;
   }
+  showPairRule();
 }
 
 function fetchHead(text, pair, model, layer, head) {
@@ -163,8 +202,8 @@ async function render(state) {
       head: state.head < model.n_heads ? state.head : 0,
     };
     const [a, b] = await Promise.all([
-      fetchHead(state.a ?? '', state.aPair, state.model, fixed.layer, fixed.head),
-      fetchHead(state.b ?? '', state.bPair, state.model, fixed.layer, fixed.head),
+      fetchHead(state.a ?? '', sentPair(state, 'a'), state.model, fixed.layer, fixed.head),
+      fetchHead(state.b ?? '', sentPair(state, 'b'), state.model, fixed.layer, fixed.head),
       loadPlotly(),
     ]);
     answers = { a, b, model, fixed };
@@ -180,8 +219,8 @@ async function render(state) {
 
   els.intro.hidden = true;
   els.results.hidden = false; // before Plotly measures the containers
-  const shownA = view(a, fixed.a, fixed.aPair, fixed);
-  const shownB = view(b, fixed.b, fixed.bPair, fixed);
+  const shownA = view(a, fixed.a, sentPair(fixed, 'a'), fixed);
+  const shownB = view(b, fixed.b, sentPair(fixed, 'b'), fixed);
   const why = misalignment(shownA.units, shownB.units);
   const units = t(fixed.words ? 'compare.units.words' : 'compare.units.tokens');
   drawNote(why, shownA.units, shownB.units, units);
@@ -189,9 +228,10 @@ async function render(state) {
 
   for (const side of ['a', 'b']) {
     const text = fixed[side];
-    const pair = fixed[PAIR[side]];
+    const pair = sentPair(fixed, side);
     els.sentences[side].textContent = pair === null ? text : `${text} ‖ ${pair}`;
-    els.links[side].href = linkTo('/', { text, pair, model: fixed.model, layer: fixed.layer, head: fixed.head }, ['layer', 'head']);
+    const link = { text, pair, heldPair: fixed[PAIR[side]], model: fixed.model, layer: fixed.layer, head: fixed.head };
+    els.links[side].href = linkTo('/', link, ['layer', 'head']); // a held segment stays in the link
     els.links[side].title = t('compare.openTitle', { layer: fixed.layer, head: fixed.head });
   }
 
@@ -271,7 +311,7 @@ async function numbersOf(figure) {
   const { state, a, b, shownA, shownB, diff } = shown;
   const version = await attnscopeVersion();
   const side = (which) => ({
-    text: state[which], pair: state[PAIR[which]], tokens: (which === 'a' ? shownA : shownB).units,
+    text: state[which], pair: sentPair(state, which), tokens: (which === 'a' ? shownA : shownB).units,
   });
   const one = figure === 'b' ? 'b' : 'a';
   const meta = {
@@ -333,6 +373,13 @@ els.form.addEventListener('submit', (event) => {
   submit();
 });
 els.model.addEventListener('change', () => {
+  showPairRule();
+  if (els.a.value.trim() || els.b.value.trim()) submit();
+});
+els.pairDrop.addEventListener('click', () => {
+  els.aPair.value = '';
+  els.bPair.value = '';
+  showPairRule();
   if (els.a.value.trim() || els.b.value.trim()) submit();
 });
 els.layer.addEventListener('change', () => choose({ layer: Number(els.layer.value) }));

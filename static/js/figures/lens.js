@@ -3,13 +3,14 @@
 import { tokenLabel } from './axes.js';
 
 /**
- * A token's text as something one can see: control characters (newline, tab, …) as their Unicode pictures
- * (␊, ␉, …), a text of spaces alone as ␣, nothing at all as ⋯.
+ * A token as something one can see: its label (axes.js tokenLabel: an empty display as ⋯, whitespace alone
+ * as ␣ ↵ ⇥, ⟨UNK⟩ marked), and any control character left in it as its Unicode picture (␀ … ␟, ␡). The
+ * lens needs the second part where the token chips do not: it lists any token of the vocabulary, and a
+ * byte-level vocabulary has one token for each control byte (GPT-2's "\u0001" …), which would show as nothing.
+ * @param {{text: string, display?: string, unknown?: boolean}} token
  */
-export function visibleText(text) {
-  if (text === '') return '⋯';
-  const shown = text.replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)));
-  return /^\s+$/u.test(shown) ? shown.replace(/\s/gu, '␣') : shown;
+export function lensLabel(token) {
+  return tokenLabel(token).replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)));
 }
 
 /** "31.6%"; below 0.1 %: "2.3e-4" (a share of the whole vocabulary). */
@@ -23,7 +24,7 @@ export function formatProbability(p) {
  * @param {string|null} nextToken the input's own next token string (tokens[position + 1].text), null at the end
  * @returns {{columns: number, rows: {layer: string|number, cells: {id: number, token: string, text: string,
  *   probability: number, shown: string, logit: number, final: boolean, actual: boolean}[]}[]}}
- *   `text`: the display as token labels show it (axes.js tokenLabel), control characters made visible
+ *   `text`: the display as lensLabel shows it
  *   `final`: the model's own top prediction (the last layer's first); `actual`: the input's next token
  */
 export function lensTable(answer, nextToken = null) {
@@ -36,7 +37,7 @@ export function lensTable(answer, nextToken = null) {
       cells: layer.predictions.map((p) => ({
         id: p.id,
         token: p.token,
-        text: visibleText(tokenLabel({ text: p.token, display: p.display })),
+        text: lensLabel({ text: p.token, display: p.display }),
         probability: p.probability,
         shown: formatProbability(p.probability),
         logit: p.logit,

@@ -12,7 +12,7 @@ import { t } from '../i18n/index.js';
 import { labelMargin, tokenLabel } from './axes.js';
 import { barsFigure } from './bars.js';
 import { escapeForPlotly } from './escape.js';
-import { matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
+import { formatCell, matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
 
 /** The steps of multi-head attention, in order (model/steps.py STEPS). */
 export const STEPS = Object.freeze([
@@ -182,6 +182,28 @@ function numbersFit(c, fraction, cols, minCell = 30) {
 /** The widest square cell a panel of about `fraction` of the stage's width has room for. */
 function fitCell(c, fraction, cols) {
   return Math.floor((c.width * fraction - c.sideMargins) / cols);
+}
+
+// The numbers matrix.js writes in cells: a 9–13 px font from the row's height (cellPx / 3.4). Their width
+// in em of a sans-serif UI font (DejaVu Sans's, the widest of the usual ones): digits 0.64, "−" and "∞"
+// 0.84, "." 0.32.
+const cellFont = (rowPx) => Math.max(9, Math.min(13, Math.round(rowPx / 3.4)));
+const CHAR_EM = { '−': 0.84, '∞': 0.84, '.': 0.32 };
+const CELL_PADDING = 4; // px left free around a cell's number
+
+/** Whether every value of `z`, written as matrix.js writes it in rows `rowPx` tall, fits a column `colPx` wide. */
+function numbersFitColumns(z, rowPx, colPx) {
+  if (!z.length || z[0].length > NUMBERS_MAX || z.length > NUMBERS_MAX) return false;
+  const font = cellFont(rowPx);
+  let widest = 0;
+  for (const row of z) {
+    for (const v of row) {
+      let em = 0;
+      for (const char of formatCell(v)) em += CHAR_EM[char] ?? 0.64;
+      widest = Math.max(widest, em * font);
+    }
+  }
+  return widest + CELL_PADDING <= colPx;
 }
 
 /** What the step functions need: the head's slot and columns, the query, the windows and their slices. */
@@ -435,8 +457,10 @@ function maskStep(T, c) {
         squareMap(T, c, c.QK(scaled), { range, cellPx: cell, maxColTicks: 40, fraction })),
       op('plus', '+'),
       plot('m', 'mask-matrix', t(hidden ? 'walk.cap.maskMatrix' : 'walk.cap.maskNone'),
+        // "−∞" in the 9 px cell font is about 17 px wide in Chromium: from 22 px cells on, the grey between
+        // two of them keeps them apart (16 px cells ran them together at 800 px).
         squareMap(T, c, c.QK(maskOf(masked)), {
-          range: 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 40, fraction, minCell: 16,
+          range: 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 40, fraction, minCell: 22,
         })),
       op('eq', '='),
       plot('mm', 'mask', t(hidden ? 'walk.cap.maskedHidden' : 'walk.cap.masked', { shape: shape(c.L, c.S) }),
@@ -597,6 +621,8 @@ export function stepSpec(T, step, selection) {
   return { noteKey: null, ...build(T, c), windows: { size: c.windowSize, rows: c.rows, keys: c.keys } };
 }
 
+const QK_FIXED_PX = 228; // the query/key grid's width outside its two 1fr columns (measured: 706 − 2 × 239 at 800 px)
+
 /**
  * The query/key view of one query (bertviz's neuron view): q, the keys k_j of the key window,
  * the products q ∘ k_j and their sums, which are row `query` of the scores.
@@ -613,6 +639,12 @@ export function queryKeySpec(T, selection) {
   const range = signedRange([qv], Kfull);
   const cell = c.size.small ? 38 : clamp(Math.round(420 / c.nk), 8, 20);
   const left = labelMargin(c.kRows.rowLabels.concat([c.qLabel]));
+  // The two 1fr columns share what the sums (76 px), the two operators (about 104 px) and the grid's four
+  // 12 px gaps leave of the width; q and K_h have row labels in them, the products none. Numbers are written
+  // only in cells wide enough for them (at 800 px, d_head 8 gives K_h 22 px columns: too narrow for "−4.36").
+  const panel = (c.width - QK_FIXED_PX) / 2;
+  const labelledCol = (panel - left - 6) / T.dHead;
+  const bareCol = (panel - 12) / T.dHead;
   return {
     columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto auto', // ui-text: not UI (CSS grid templates)
     areas: ['q . . . .', 'k x p eq s'],
@@ -623,16 +655,18 @@ export function queryKeySpec(T, selection) {
       plot('q', 'qk-q', labelled('walk.cap.qkQ', { query: c.q, label: c.qLabel, dHead: T.dHead }),
         matrixFigure({
           z: [qv], rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, colOffset: c.c0, cellPx: Math.max(cell, 26),
-          range, colorbar: false, margin: { l: left },
+          range, colorbar: false, margin: { l: left }, numbers: numbersFitColumns([qv], Math.max(cell, 26), labelledCol),
         })),
       plot('k', 'qk-k', t('walk.cap.qkK', { shape: shape(c.S, T.dHead) }) + rowsShown(c.keys),
         matrixFigure({
           z: K, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, range, colorbar: false, margin: { l: left },
+          numbers: numbersFitColumns(K, cell, labelledCol),
         })),
       op('x', '∘ q ='),
       plot('p', 'qk-products', t('walk.cap.qkProducts'),
         matrixFigure({
           z: products, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, colorbar: false, showRowLabels: false,
+          numbers: numbersFitColumns(products, cell, bareCol),
         })),
       op('eq', 'Σ →'),
       plot('s', 'qk-sums', 'q·k_j',

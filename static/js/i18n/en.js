@@ -780,4 +780,15 @@ export default {
   "lens.layer": "after layer {layer}",
   "lens.cellTitle": "token {token} (id {id}) · probability {probability} · logit {logit}",
   "lens.legend": "Shading: the probability. Orange outline: the model’s own top prediction (the last layer’s first). Green: the token that follows in the text. A token made of part of a character’s bytes shows as �.",
+  // ---- followups: /compare for a model that takes one text; metrics that do not apply to an input ----
+  "followups.compare.single": "{model} takes one text: the second segments are not used.",
+  "followups.compare.held": "{model} takes one text: the second segments are kept in the link but not sent.",
+  "followups.compare.drop": "Remove the second segments",
+  "followups.metrics.hidden": "Not in the table, as they are 0 for every head of this input whatever the weights: {reasons}.",
+  "followups.metrics.noSpecial": "{metrics} (the input has no special tokens: {model} adds none)",
+  "followups.metrics.noCls": "{metrics} (the input does not start with a special token)",
+  "followups.metrics.noSep": "{metrics} (the input has no special token after the first one)",
+  "followups.metrics.causal": "{metrics} ({model} is causal: no token sees the one after it)",
+  "followups.metrics.and": " and ",
+  "followups.metrics.separator": "; ",
 };

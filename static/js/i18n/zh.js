@@ -780,4 +780,15 @@ export default {
   "lens.layer": "第 {layer} 层之后",
   "lens.cellTitle": "词元 {token}（编号 {id}）· 概率 {probability} · 对数几率 {logit}",
   "lens.legend": "底色深浅：概率。橙色边框：模型自己的首选预测（最后一层的第一名）。绿色：文本中实际紧随其后的词元。只含某个字符部分字节的词元显示为 �。",
+  // ---- followups: /compare for a model that takes one text; metrics that do not apply to an input ----
+  "followups.compare.single": "{model} 只接受一段文本：不使用第二段。",
+  "followups.compare.held": "{model} 只接受一段文本：第二段保留在链接里，但不会发送。",
+  "followups.compare.drop": "删除第二段",
+  "followups.metrics.hidden": "表中未列出以下指标，因为无论权重如何，它们对这个输入的每个头都是 0：{reasons}。",
+  "followups.metrics.noSpecial": "{metrics}（输入中没有特殊词元：{model} 不添加特殊词元）",
+  "followups.metrics.noCls": "{metrics}（输入的第一个词元不是特殊词元）",
+  "followups.metrics.noSep": "{metrics}（第一个词元之后没有特殊词元）",
+  "followups.metrics.causal": "{metrics}（{model} 是因果模型：没有词元能看到它后面的词元）",
+  "followups.metrics.and": "和",
+  "followups.metrics.separator": "；",
 };

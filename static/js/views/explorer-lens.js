@@ -3,9 +3,8 @@
 // top 5 per layer, at one position. The position is `lens=POS` in the URL (the panel's select), else
 // the focused token (a click on a token chip, the head view or the large map), else the last token.
 // Token text reaches the DOM through textContent only.
-import { ApiError } from '../api.js';
-import { tokenLabel } from '../figures/axes.js';
-import { lensTable, visibleText } from '../figures/lens.js';
+import { getLens } from '../api.js';
+import { lensLabel, lensTable } from '../figures/lens.js';
 import { errorMessage, loadModels, Lru, t } from '../page.js';
 
 export const TOP_K = 5;
@@ -29,30 +28,6 @@ export function lensPosition(state, n) {
   return n - 1;
 }
 
-async function postLens(body) {
-  let response;
-  try {
-    response = await fetch('/api/v1/lens', {
-      method: 'POST', headers: { Accept: 'application/json', 'Content-Type': 'application/json' }, body: JSON.stringify(body),
-    });
-  } catch {
-    throw new ApiError(0, 'unreachable');
-  }
-  const raw = await response.text();
-  let parsed = null;
-  try {
-    parsed = raw ? JSON.parse(raw) : null;
-  } catch {
-    parsed = null;
-  }
-  if (!response.ok) {
-    const detail = parsed && typeof parsed.detail === 'string' ? parsed.detail : '';
-    throw new ApiError(response.status, 'http', detail, parsed);
-  }
-  if (parsed === null) throw new ApiError(response.status, 'not-json');
-  return parsed;
-}
-
 const answers = new Lru(16); // sentence|position -> /lens answer
 
 /** The model a state names (null: the server's default), from /api/v1/models. */
@@ -61,8 +36,8 @@ async function chosenModel(id) {
   return models.find((m) => m.id === id) || (id === null ? models.find((m) => m.default) : null) || null;
 }
 
-/** An input token as the chips show it (axes.js tokenLabel), control characters made visible. */
-const shownToken = (token) => visibleText(tokenLabel(token));
+/** An input token as the chips show it (axes.js tokenLabel), control characters made visible (figures/lens.js). */
+const shownToken = lensLabel;
 
 const layerName = (layer) => (layer === 'embeddings' ? t('lens.embeddings') : t('lens.layer', { layer }));
 
@@ -167,7 +142,7 @@ export function createLensPanel(els, { onPosition }) {
       els.panel.setAttribute('aria-busy', 'true');
       let answer;
       try {
-        answer = await answers.load(key, () => postLens({ text: state.text, model: model.id, position, top_k: TOP_K }));
+        answer = await answers.load(key, () => getLens({ text: state.text, model: model.id, position, top_k: TOP_K }));
       } catch (error) {
         if (ticket !== seq) return;
         els.panel.setAttribute('aria-busy', 'false');

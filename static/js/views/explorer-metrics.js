@@ -1,7 +1,9 @@
 // The table of every head's metrics (/api/v1/metrics): sortable by any column (click its header),
 // a click on a row (or Enter on its head button) selects that head; the labels' thresholds and their
-// source are stated under the table.
+// source are stated under the table. A metric that is 0 for every head whatever the weights (the share
+// to [CLS] of an input without one, to the next token in a causal model) is left out, and a line says why.
 import { t } from '../i18n/index.js';
+import { modelOf } from '../page.js';
 import { METRICS } from './explorer-state.js';
 import { metricName } from './explorer-options.js';
 
@@ -10,13 +12,43 @@ const format = (metric, value) => value.toFixed(DIGITS[metric] ?? 3);
 
 const labelName = (label) => t(`explorer.label.${label}`);
 
-/** "[SEP]: share to [SEP] ≥ 0.500" for each label, from the answer's thresholds ({metric, at_least}). */
-function thresholdText(thresholds) {
-  return Object.entries(thresholds || {}).map(([label, rule]) => {
+/** "[SEP]: share to [SEP] ≥ 0.500" for each label whose metric is shown, from the answer's thresholds ({metric, at_least}). */
+function thresholdText(thresholds, shown) {
+  return Object.entries(thresholds || {}).flatMap(([label, rule]) => {
     const metric = Array.isArray(rule) ? rule[0] : rule.metric;
     const value = Array.isArray(rule) ? rule[1] : (rule.at_least ?? rule.value);
-    return `${labelName(label)}: ${metricName(metric)} ≥ ${Number(value).toFixed(3)}`;
+    return shown.includes(metric) ? [`${labelName(label)}: ${metricName(metric)} ≥ ${Number(value).toFixed(3)}`] : [];
   }).join('; ');
+}
+
+/**
+ * The metrics that are 0 for every head of this input whatever the weights, with why: the share to [CLS]
+ * when the first token is not one the tokenizer inserted, to [SEP] when no later one is (model/analysis.py
+ * token_kinds), to the next token when the model is causal (that key is always masked).
+ * @returns {{metric: string, why: 'noSpecial'|'noCls'|'noSep'|'causal'}[]}
+ */
+function inapplicable(tokens, model) {
+  const cls = tokens.length > 0 && tokens[0].special;
+  const sep = tokens.some((token, i) => i > 0 && token.special);
+  const out = [];
+  if (!cls) out.push({ metric: 'to_cls', why: sep ? 'noCls' : 'noSpecial' });
+  if (!sep) out.push({ metric: 'to_sep', why: cls ? 'noSep' : 'noSpecial' });
+  if (model && model.causal) out.push({ metric: 'to_next', why: 'causal' });
+  return out;
+}
+
+/** One sentence naming the metrics left out and why ("… share to [CLS] and share to [SEP] (…); …"), or ''. */
+function hiddenText(hidden, model) {
+  const groups = [];
+  for (const { metric, why } of hidden) {
+    const group = groups.find((g) => g.why === why);
+    if (group) group.metrics.push(metric);
+    else groups.push({ why, metrics: [metric] });
+  }
+  const reasons = groups.map((g) => t(`followups.metrics.${g.why}`, {
+    metrics: g.metrics.map(metricName).join(t('followups.metrics.and')), model: model ? model.id : '',
+  }));
+  return reasons.length ? t('followups.metrics.hidden', { reasons: reasons.join(t('followups.metrics.separator')) }) : '';
 }
 
 /**
@@ -24,27 +56,39 @@ function thresholdText(thresholds) {
  * @param {{onSelect: (layer: number, head: number) => void}} options
  */
 export function createMetricsTable(els, { onSelect }) {
-  const columns = ['layer', 'head', ...METRICS, 'labels'];
+  let columns = [];
   let rows = [];
   let sort = { column: 'layer', descending: false };
   let selected = null;
+  const note = document.createElement('p');
+  note.className = 'hint metrics-hidden';
+  note.hidden = true;
+  els.thresholds.before(note);
 
-  els.head.replaceChildren(...columns.map((column) => {
-    const th = document.createElement('th');
-    th.scope = 'col';
-    th.dataset.column = column;
-    if (column === 'labels') {
-      th.textContent = t('explorer.metrics.labels');
+  /** The header for these metrics (unchanged when they are the same). */
+  function drawHead(metrics) {
+    const next = ['layer', 'head', ...metrics, 'labels'];
+    if (next.join(',') === columns.join(',')) return;
+    columns = next;
+    els.head.replaceChildren(...columns.map((column) => {
+      const th = document.createElement('th');
+      th.scope = 'col';
+      th.dataset.column = column;
+      if (column === 'labels') {
+        th.textContent = t('explorer.metrics.labels');
+        return th;
+      }
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'sort-button';
+      button.textContent = column === 'layer' ? t('pickers.layer') : column === 'head' ? t('pickers.head') : metricName(column);
+      button.title = t('explorer.metrics.sortTitle');
+      th.append(button);
       return th;
-    }
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.className = 'sort-button';
-    button.textContent = column === 'layer' ? t('pickers.layer') : column === 'head' ? t('pickers.head') : metricName(column);
-    button.title = t('explorer.metrics.sortTitle');
-    th.append(button);
-    return th;
-  }));
+    }));
+    if (!columns.includes(sort.column)) sort = { column: 'layer', descending: false };
+  }
+  drawHead(METRICS);
 
   els.head.addEventListener('click', (event) => {
     const th = event.target.closest('th');
@@ -105,6 +149,12 @@ export function createMetricsTable(els, { onSelect }) {
   return {
     /** Fill the table from a /metrics answer. */
     render(answer) {
+      const model = modelOf(answer.model);
+      const hidden = inapplicable(answer.tokens || [], model);
+      const shown = METRICS.filter((metric) => !hidden.some((item) => item.metric === metric));
+      drawHead(shown);
+      note.hidden = hidden.length === 0;
+      note.textContent = hiddenText(hidden, model);
       rows = [];
       const first = answer.metrics[METRICS[0]];
       for (let layer = 0; layer < first.length; layer += 1) {
@@ -118,7 +168,7 @@ export function createMetricsTable(els, { onSelect }) {
       const source = document.createElement('cite');
       source.translate = false;
       source.textContent = answer.source || '';
-      els.thresholds.replaceChildren(t('explorer.metrics.thresholds', { rules: thresholdText(answer.thresholds) }), ' ', source);
+      els.thresholds.replaceChildren(t('explorer.metrics.thresholds', { rules: thresholdText(answer.thresholds, shown) }), ' ', source);
       draw();
     },
     select(layer, head) {
@@ -129,6 +179,7 @@ export function createMetricsTable(els, { onSelect }) {
       rows = [];
       els.body.replaceChildren();
       els.thresholds.textContent = '';
+      note.hidden = true;
     },
   };
 }
