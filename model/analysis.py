@@ -94,17 +94,20 @@ class TokenKinds:
 
 
 def is_punctuation(text: str) -> bool:
-    """A token made only of Unicode punctuation (categories P*), after a WordPiece "##" prefix."""
+    """A token made only of Unicode punctuation (categories P*), after a WordPiece "##" prefix and without
+    the spaces around it (a byte-level token's display " ,")."""
+    text = text.strip()
     stem = text[2:] if text.startswith("##") and len(text) > 2 else text
     return bool(stem) and all(unicodedata.category(c).startswith("P") for c in stem)
 
 
 def token_kinds(tokens: Sequence[Token]) -> TokenKinds:
     """[CLS]: the first token when the tokenizer inserted it; [SEP]: every other inserted token;
-    punctuation: tokens from the text made only of punctuation characters."""
+    punctuation: tokens from the text whose readable form (`display`: "##." for WordPiece, " ," for
+    byte-level BPE's "Ġ,") is punctuation characters only."""
     cls = [i == 0 and t.special for i, t in enumerate(tokens)]
     sep = [i > 0 and t.special for i, t in enumerate(tokens)]
-    punct = [not t.special and is_punctuation(t.text) for t in tokens]
+    punct = [not t.special and is_punctuation(t.display) for t in tokens]
     return TokenKinds(torch.tensor(cls, dtype=torch.bool), torch.tensor(sep, dtype=torch.bool),
                       torch.tensor(punct, dtype=torch.bool))
 

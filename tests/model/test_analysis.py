@@ -140,6 +140,27 @@ def test_token_kinds_of_a_pair(minilm):
 def test_is_punctuation():
     assert analysis.is_punctuation("、") and analysis.is_punctuation("##.") and analysis.is_punctuation("?!")
     assert not analysis.is_punctuation("a.") and not analysis.is_punctuation("+") and not analysis.is_punctuation("")
+    assert analysis.is_punctuation(" ,") and not analysis.is_punctuation(" ")  # byte-level displays
+
+
+def test_byte_level_punctuation_is_found_by_its_characters(tmp_path):
+    """GPT-2's "Ġ," (a space and a comma in one token) and a full-width "，" split over byte tokens."""
+    import json
+
+    from model.architectures import load_checkpoint
+    from tests.checkpoints import make_checkpoint
+    directory = make_checkpoint("gpt2", tmp_path / "gpt2")
+    tokenizer = json.loads((directory / "tokenizer.json").read_text())
+    vocab = tokenizer["model"]["vocab"]
+    vocab["Ġ,"] = len(vocab)  # a merged space-comma token, as GPT-2's own vocabulary has
+    tokenizer["model"]["merges"].append("Ġ ," if isinstance(tokenizer["model"]["merges"][0], str) else ["Ġ", ","])
+    (directory / "tokenizer.json").write_text(json.dumps(tokenizer))
+    model = load_checkpoint(directory)
+    encoded = model.tokenizer.encode("cat , dog，")
+    kinds = analysis.token_kinds(encoded.tokens)
+    marked = [t.display for t, p in zip(encoded.tokens, kinds.punctuation.tolist(), strict=True) if p]
+    assert "Ġ," in [t.text for t in encoded.tokens]
+    assert marked == [" ,", "，"]
 
 
 def test_head_metrics_equal_numpy(case):

@@ -58,12 +58,14 @@ const WHITESPACE_SIGNS = { ' ': '␣', '\n': '↵', '\r': '↵', '\t': '⇥' };
 
 /**
  * A token's display as something one can see: an empty display (a byte-level token holding only the
- * later bytes of a character the token before shows) as "⋯", a display of whitespace alone as signs.
+ * later bytes of a character the token before shows) as "⋯", a display of whitespace alone as signs,
+ * and any other control character as its Unicode picture (␀ … ␟, ␡): a byte-level vocabulary has a token
+ * for each control byte (GPT-2's "\u0001"), which would otherwise show as nothing.
  */
 export function visibleToken(display) {
   if (display === '') return '⋯';
-  if (!/^\s+$/u.test(display)) return display;
-  return Array.from(display, (char) => WHITESPACE_SIGNS[char] ?? '␣').join('');
+  if (/^\s+$/u.test(display)) return Array.from(display, (char) => WHITESPACE_SIGNS[char] ?? '␣').join('');
+  return display.replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)));
 }
 
 /**

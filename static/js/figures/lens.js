@@ -2,17 +2,6 @@
 // per prediction, most probable first. Pure: no DOM, no fetch; views/explorer-lens.js draws it.
 import { tokenLabel } from './axes.js';
 
-/**
- * A token as something one can see: its label (axes.js tokenLabel: an empty display as ⋯, whitespace alone
- * as ␣ ↵ ⇥, ⟨UNK⟩ marked), and any control character left in it as its Unicode picture (␀ … ␟, ␡). The
- * lens needs the second part where the token chips do not: it lists any token of the vocabulary, and a
- * byte-level vocabulary has one token for each control byte (GPT-2's "\u0001" …), which would show as nothing.
- * @param {{text: string, display?: string, unknown?: boolean}} token
- */
-export function lensLabel(token) {
-  return tokenLabel(token).replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)));
-}
-
 /** "31.6%"; below 0.1 %: "2.3e-4" (a share of the whole vocabulary). */
 export function formatProbability(p) {
   return p >= 0.001 ? `${(p * 100).toFixed(1)}%` : p.toExponential(1);
@@ -24,7 +13,7 @@ export function formatProbability(p) {
  * @param {string|null} nextToken the input's own next token string (tokens[position + 1].text), null at the end
  * @returns {{columns: number, rows: {layer: string|number, cells: {id: number, token: string, text: string,
  *   probability: number, shown: string, logit: number, final: boolean, actual: boolean}[]}[]}}
- *   `text`: the display as lensLabel shows it
+ *   `text`: the display as axes.js tokenLabel shows it
  *   `final`: the model's own top prediction (the last layer's first); `actual`: the input's next token
  */
 export function lensTable(answer, nextToken = null) {
@@ -37,7 +26,7 @@ export function lensTable(answer, nextToken = null) {
       cells: layer.predictions.map((p) => ({
         id: p.id,
         token: p.token,
-        text: lensLabel({ text: p.token, display: p.display }),
+        text: tokenLabel({ text: p.token, display: p.display }),
         probability: p.probability,
         shown: formatProbability(p.probability),
         logit: p.logit,

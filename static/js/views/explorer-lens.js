@@ -4,7 +4,8 @@
 // the focused token (a click on a token chip, the head view or the large map), else the last token.
 // Token text reaches the DOM through textContent only.
 import { getLens } from '../api.js';
-import { lensLabel, lensTable } from '../figures/lens.js';
+import { tokenLabel } from '../figures/axes.js';
+import { lensTable } from '../figures/lens.js';
 import { errorMessage, loadModels, Lru, t } from '../page.js';
 
 export const TOP_K = 5;
@@ -36,8 +37,6 @@ async function chosenModel(id) {
   return models.find((m) => m.id === id) || (id === null ? models.find((m) => m.default) : null) || null;
 }
 
-/** An input token as the chips show it (axes.js tokenLabel), control characters made visible (figures/lens.js). */
-const shownToken = lensLabel;
 
 const layerName = (layer) => (layer === 'embeddings' ? t('lens.embeddings') : t('lens.layer', { layer }));
 
@@ -66,7 +65,7 @@ export function createLensPanel(els, { onPosition }) {
       els.select.replaceChildren(...tokens.map((token, i) => {
         const option = document.createElement('option');
         option.value = String(i);
-        option.textContent = `${i} · ${shownToken(token)}`;
+        option.textContent = `${i} · ${tokenLabel(token)}`;
         return option;
       }));
     }
@@ -74,10 +73,10 @@ export function createLensPanel(els, { onPosition }) {
   }
 
   function drawNote(tokens, position, edited) {
-    const parts = [t('lens.reading', { position }), ' ', tokenSpan(shownToken(tokens[position]))];
+    const parts = [t('lens.reading', { position }), ' ', tokenSpan(tokenLabel(tokens[position]))];
     const next = tokens[position + 1];
     parts.push(' ', next ? t('lens.continues') : t('lens.end'));
-    if (next) parts.push(' ', tokenSpan(shownToken(next), 'lens-token is-actual'));
+    if (next) parts.push(' ', tokenSpan(tokenLabel(next), 'lens-token is-actual'));
     if (edited) parts.push(' ', t('lens.unedited'));
     els.note.replaceChildren(...parts);
   }
