@@ -12,7 +12,7 @@ import { tokenLabel } from './figures/axes.js';
 import { matrixAbsMax, matrixMax } from './figures/colormap.js';
 import { attentionHeatmapFigure } from './figures/heatmap.js';
 import {
-  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, setTitle, t,
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, modelOf, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
 import {
@@ -21,7 +21,7 @@ import {
 import { createEditor } from './views/explorer-edit.js';
 import { createLensPanel, readLens, writeLens } from './views/explorer-lens.js';
 import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
-import { createMetricsTable } from './views/explorer-metrics.js';
+import { createMetricsTable, inapplicable } from './views/explorer-metrics.js';
 import { createOptions, kindSentence, metricName, scaleSentence } from './views/explorer-options.js';
 import { editBody, readChoices, writeChoices } from './views/explorer-state.js';
 import { createTokenChips } from './views/explorer-tokens.js';
@@ -197,6 +197,7 @@ async function drawMetrics(state, ticket) {
   if (metricsKey !== sentenceKey(state)) {
     metricsKey = sentenceKey(state);
     metricsTable.render(answer);
+    options.limitMetrics(inapplicable(answer.tokens || [], modelOf(answer.model)).map((item) => item.metric));
   }
   metricsTable.select(state.layer, state.head);
   const values = state.colour ? answer.metrics[state.colour] : null;

@@ -373,6 +373,13 @@ def test_the_explorer_for_gpt2_shows_the_kinds_and_metrics_that_apply(page: Page
         "Not in the table, as they are 0 for every head of this input whatever the weights: share to [CLS] and share "
         "to [SEP] (the input has no special tokens: tiny-gpt2 adds none); share to the next token (tiny-gpt2 is "
         "causal: no token sees the one after it).")
+    # The grid cannot be coloured by them either: their options are disabled, and say why.
+    expect(page.locator('#colour-select option[value="to_cls"]')).to_be_disabled()
+    assert page.locator('#colour-select option[value="to_next"]').get_attribute("title") == (
+        "0 for every head of this input whatever the weights")
+    disabled = page.locator("#colour-select option").evaluate_all(
+        "(options) => options.filter((o) => o.disabled).map((o) => o.value)")
+    assert sorted(disabled) == ["to_cls", "to_next", "to_sep"]
     thresholds = page.locator("#metrics-thresholds")
     expect(thresholds).to_contain_text("previous token: share to the previous token ≥ 0.500")
     expect(thresholds).not_to_contain_text("[CLS]: share to")
@@ -402,6 +409,8 @@ def test_the_explorer_for_a_bert_style_model_keeps_every_metric(page: Page, loca
                                                "to_next", "to_punctuation"])
     expect(page.locator(".metrics-hidden")).to_be_hidden()
     expect(page.locator("#metrics-thresholds")).to_contain_text("[CLS]: share to [CLS] ≥ 0.500")
+    assert page.locator("#colour-select option").evaluate_all(
+        "(options) => options.filter((o) => o.disabled).length") == 0
 
     # One text: no sentence B in the key; switching to GPT-2 and back changes the columns both ways.
     open_explorer(page, text=CAT, model=BERT)

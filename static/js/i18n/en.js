@@ -688,6 +688,7 @@ export default {
   "explorer.view.missing": "Word view is not available yet: the tokens are shown.",
   "explorer.colourBy.label": "Colour the grid by",
   "explorer.colourBy.none": "nothing",
+  "explorer.colourBy.inapplicable": "0 for every head of this input whatever the weights",
   "explorer.colourBy.note": "Frames coloured by {metric}: from {min} to {max} over all heads.",
   "explorer.scale.label": "Colour scale",
   "explorer.scale.own": "each head to its own maximum",

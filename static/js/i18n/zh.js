@@ -688,6 +688,7 @@ export default {
   "explorer.view.missing": "按词显示暂不可用：显示的是词元。",
   "explorer.colourBy.label": "网格着色依据",
   "explorer.colourBy.none": "不着色",
+  "explorer.colourBy.inapplicable": "对这个输入，无论权重如何，每个头的值都是 0",
   "explorer.colourBy.note": "边框按{metric}着色：所有头中从 {min} 到 {max}。",
   "explorer.scale.label": "色标",
   "explorer.scale.own": "每个头按自己的最大值",

@@ -27,7 +27,7 @@ function thresholdText(thresholds, shown) {
  * token_kinds), to the next token when the model is causal (that key is always masked).
  * @returns {{metric: string, why: 'noSpecial'|'noCls'|'noSep'|'causal'}[]}
  */
-function inapplicable(tokens, model) {
+export function inapplicable(tokens, model) {
   const cls = tokens.length > 0 && tokens[0].special;
   const sep = tokens.some((token, i) => i > 0 && token.special);
   const out = [];

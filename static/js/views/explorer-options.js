@@ -46,6 +46,14 @@ export function createOptions(els, { onChange }) {
       els.words.checked = choices.words;
       els.specials.checked = choices.hideSpecial;
     },
+    /** Offer only the metrics that can differ between heads for this input (explorer-metrics.js inapplicable). */
+    limitMetrics(hidden) {
+      for (const option of els.colour.options) {
+        const off = hidden.includes(option.value);
+        option.disabled = off && option.value !== els.colour.value; // a metric the URL chose stays readable
+        option.title = off ? t('explorer.colourBy.inapplicable') : '';
+      }
+    },
   };
 }
 
