@@ -12,7 +12,7 @@ import { tokenLabel } from './figures/axes.js';
 import { matrixAbsMax, matrixMax } from './figures/colormap.js';
 import { attentionHeatmapFigure } from './figures/heatmap.js';
 import {
-  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, modelOf, setTitle, t,
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, modelOf, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
 import {
@@ -31,6 +31,8 @@ import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
 
 const els = {
   intro: $('intro'),
+  introHeading: $('intro-heading'),
+  introAfter: $('intro-after'),
   results: $('results'),
   tokens: $('tokens'),
   tokenCount: $('token-count'),
@@ -228,6 +230,21 @@ async function largeMatrix(state, kind) {
   return { matrix, unedited };
 }
 
+/** The intro names the chosen model and its size ("all-MiniLM-L6-v2", "gpt2": a name before its " (…)"). */
+async function describeIntro(modelId) {
+  let model = null;
+  try {
+    await loadModels();
+    model = modelOf(modelId);
+  } catch {
+    // the list could not be read: the run form says so; the intro names no model
+  }
+  const name = model ? model.name.split(' (')[0] : '';
+  els.introHeading.textContent = t('explorer.intro.heading', { model: name });
+  els.intro.setAttribute('aria-label', els.introHeading.textContent);
+  els.introAfter.textContent = t('explorer.intro.after', { layers: model?.n_layers ?? '?', heads: model?.n_heads ?? '?' });
+}
+
 /** Render the view for a state (from the URL). Fetches the overview only when the sentence or edit changed. */
 async function render(state) {
   const ticket = guard.begin();
@@ -235,6 +252,8 @@ async function render(state) {
   if (state.text === null) {
     status.busy(false);
     els.results.hidden = true;
+    await describeIntro(state.model);
+    if (!guard.current(ticket)) return;
     els.intro.hidden = false;
     status.info();
     setTitle('page.explorer');

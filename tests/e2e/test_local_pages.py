@@ -446,3 +446,12 @@ def test_the_lens_asks_through_the_api_module_and_shows_control_characters(page:
     # The bell (U+0007) is shown as its picture ␇ in the select and the note, never as nothing.
     expect(page.locator("#lens-select option").nth(1)).to_have_text("1 · ␇")
     expect(page.locator("#lens-note .lens-token").first).to_have_text("␇")
+
+
+def test_the_explorers_intro_names_the_chosen_model_and_its_size(page: Page):
+    page.goto(link("/", model=GPT2))
+    expect(page.locator("#intro-heading")).to_have_text("Look inside tiny-gpt2")
+    expect(page.locator("#intro")).to_contain_text("(2 layers × 4 heads)")
+    page.goto(link("/", lang="zh"))
+    expect(page.locator("#intro-heading")).to_have_text("看看 all-MiniLM-L6-v2 的内部")
+    expect(page.locator("#intro")).to_contain_text("（6 层 × 12 头）")

@@ -84,9 +84,9 @@ export default {
   "docs.intro.after": ", to send its example to this server. The routes and fields are described in English.",
   "docs.schema": "The machine-readable schema:",
   // ---- explorer (/) ----
-  "explorer.intro.heading": "Look inside all-MiniLM-L6-v2",
+  "explorer.intro.heading": "Look inside {model}",
   "explorer.intro.before": "Type a sentence and press",
-  "explorer.intro.after": ". You will see the attention map of every one of the model’s heads (6 layers × 12 heads), and one head large with the real weights.",
+  "explorer.intro.after": ". You will see the attention map of every one of the model’s heads ({layers} layers × {heads} heads), and one head large with the real weights.",
   "explorer.intro.pairExample": "A question and an answer (two segments)",
   "explorer.intro.chinese": "A Chinese sentence",
   "explorer.tokens.label": "Tokens as the model sees them",

@@ -84,9 +84,9 @@ export default {
   "docs.intro.after": "，即可把示例请求发送到本服务器。接口和字段的说明为英文。",
   "docs.schema": "机器可读的接口描述：",
   // ---- explorer (/) ----
-  "explorer.intro.heading": "看看 all-MiniLM-L6-v2 的内部",
+  "explorer.intro.heading": "看看 {model} 的内部",
   "explorer.intro.before": "输入一句话，然后按",
-  "explorer.intro.after": "。你会看到模型每一个注意力头的注意力图（6 层 × 12 头），以及用真实权重放大显示的某一个头。",
+  "explorer.intro.after": "。你会看到模型每一个注意力头的注意力图（{layers} 层 × {heads} 头），以及用真实权重放大显示的某一个头。",
   "explorer.intro.pairExample": "一问一答（两段文本）",
   "explorer.intro.chinese": "一句中文",
   "explorer.tokens.label": "模型看到的词元",
