@@ -24,7 +24,7 @@ from model.trace import Trace
 from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolve, resolved
 from ..errors import refuse_over_cap
 from ..hub import ModelHub
-from ..schemas import documented_error, openapi_examples
+from ..schemas import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
 from ..schemas.analysis import (
     AggregateRequest,
     AggregateResponse,
@@ -41,11 +41,10 @@ router = APIRouter(
     prefix="/api/v1",
     tags=["analysis"],
     responses={
-        400: documented_error("The body could not be read as UTF-8."),
-        404: documented_error("Unknown model; `detail` names the models that exist."),
-        413: documented_error("Too many tokens, a body over the size limit, or a JSON answer over the cap."),
-        422: documented_error("A field is invalid; `detail` says which and what to send instead, `errors` gives each "
-                              "field's path (`loc`) and the rule broken (`type`)."),
+        400: NOT_UTF8,
+        404: UNKNOWN_MODEL,
+        413: TOO_LARGE,
+        422: INVALID_FIELD,
     },
 )
 

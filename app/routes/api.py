@@ -21,6 +21,11 @@ from ..deps import AttentionInput, ClientLeft, Hub, Resolved, SettingsDep, Summa
 from ..errors import refuse_over_cap
 from ..hub import ModelHub
 from ..schemas import (
+    BODY_TOO_LARGE,
+    INVALID_FIELD,
+    NOT_UTF8,
+    TOO_LARGE,
+    UNKNOWN_MODEL,
     AttentionResponse,
     Encoding,
     ModelsResponse,
@@ -37,12 +42,7 @@ from ..schemas.backward import ToyBackwardRequest, ToyBackwardResponse
 router = APIRouter(
     prefix="/api/v1",
     tags=["attention"],
-    responses={
-        400: documented_error("The body could not be read as UTF-8."),
-        413: documented_error("The request body is over the server's limit (ATTNSCOPE_MAX_BODY_BYTES, default 2 MB)."),
-        422: documented_error("A field is invalid; `detail` says which and what to send instead, `errors` gives each "
-                    "field's path (`loc`) and the rule broken (`type`)."),
-    },
+    responses={400: NOT_UTF8, 413: BODY_TOO_LARGE, 422: INVALID_FIELD},
 )
 
 
@@ -76,14 +76,14 @@ EDIT_DOC = (
 )
 MAPS_ERRORS: dict[int | str, dict[str, Any]] = {
     200: BINARY_ANSWER,
-    404: documented_error("Unknown model; `detail` names the models that exist."),
-    413: documented_error("Too many tokens, a body over the size limit, or a JSON answer over the cap."),
+    404: UNKNOWN_MODEL,
+    413: TOO_LARGE,
 }
 
 
 TRACE_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: documented_error("Unknown model; `detail` names the models that exist."),
-    413: documented_error("Too many tokens, a body over the size limit, or an answer over the JSON cap."),
+    404: UNKNOWN_MODEL,
+    413: TOO_LARGE,
 }
 
 

@@ -12,7 +12,7 @@ from model import iris
 
 from .. import serialize
 from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry
-from ..schemas import documented_error, openapi_examples
+from ..schemas import BODY_TOO_LARGE, INVALID_FIELD, NOT_UTF8, documented_error, openapi_examples
 from ..schemas.iris import (
     JOB_DOC,
     JOB_PATTERN,
@@ -26,10 +26,7 @@ from ..schemas.iris import (
 router = APIRouter(
     prefix="/api/v1/iris",
     tags=["iris"],
-    responses={
-        422: documented_error("A field is invalid; `detail` says which and what to send instead, `errors` gives each "
-                              "field's path (`loc`) and the rule broken (`type`)."),
-    },
+    responses={422: INVALID_FIELD},
 )
 
 
@@ -44,10 +41,7 @@ JobPath = Annotated[str, Path(pattern=JOB_PATTERN, description=JOB_DOC)]
 LastEventId = Annotated[int, Header(ge=0, le=2**31 - 1, description="The id of the last event received (EventSource "
                                     "sends it when it reconnects); the stream goes on after it.")]
 
-BODY_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: documented_error("The body could not be read as UTF-8."),
-    413: documented_error("The request body is over the server's limit (ATTNSCOPE_MAX_BODY_BYTES, default 2 MB)."),
-}
+BODY_ERRORS: dict[int | str, dict[str, Any]] = {400: NOT_UTF8, 413: BODY_TOO_LARGE}
 UNKNOWN_JOB = documented_error(
     "No such job: never started on this server (`errors[0].type` `unknown_job`), or finished and no longer kept "
     f"(`job_evicted`: the server keeps its {KEEP_FINISHED} latest finished jobs; train again)."

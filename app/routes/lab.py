@@ -20,7 +20,14 @@ from model.positions import (
 from .. import serialize
 from ..deps import Hub, SettingsDep
 from ..errors import refuse_over_cap
-from ..schemas import PositionKind, PositionsQuery, PositionsResponse, documented_error, documented_rules
+from ..schemas import (
+    UNKNOWN_MODEL,
+    PositionKind,
+    PositionsQuery,
+    PositionsResponse,
+    documented_error,
+    documented_rules,
+)
 from ..schemas.cost import CostQuery, CostResponse
 
 DEFAULT_D_MODEL = 64  # the width of a sinusoidal or RoPE table when the query names none
@@ -60,7 +67,7 @@ router = APIRouter(
         "built: 413 (`answer_too_large`)."
     ),
     responses={
-        404: documented_error("Unknown model; `detail` names the models that exist."),
+        404: UNKNOWN_MODEL,
         413: documented_error("The answer would be over the JSON cap."),
     },
 )
@@ -97,7 +104,7 @@ def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: Set
         + documented_rules(COST_RULES)
         + ". `model`, when given, is an id of GET /api/v1/models, else 404 (`unknown_model`)."
     ),
-    responses={404: documented_error("Unknown model; `detail` names the models that exist.")},
+    responses={404: UNKNOWN_MODEL},
 )
 def cost_of_attention(query: Annotated[CostQuery, Query()], hub: Hub) -> Response:
     served = None

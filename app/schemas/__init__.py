@@ -409,6 +409,16 @@ def documented_error(description: str) -> dict[str, Any]:
     return {"model": ErrorResponse, "description": description}
 
 
+# The answers every route with a JSON body can give, documented once for the routers' `responses`.
+NOT_UTF8 = documented_error("The body could not be read as UTF-8.")
+BODY_TOO_LARGE = documented_error(
+    "The request body is over the server's limit (ATTNSCOPE_MAX_BODY_BYTES, default 2 MB).")
+UNKNOWN_MODEL = documented_error("Unknown model; `detail` names the models that exist.")
+TOO_LARGE = documented_error("Too many tokens, a body over the size limit, or a JSON answer over the cap.")
+INVALID_FIELD = documented_error("A field is invalid; `detail` says which and what to send instead, `errors` gives "
+                                 "each field's path (`loc`) and the rule broken (`type`).")
+
+
 def documented_rules(rules: dict[str, tuple[tuple[str, ...], str]]) -> str:
     """A rule table (type -> (its ctx keys, what breaks it)) as a route description lists it."""
     return "; ".join(f"`{rule}` {{{', '.join(keys)}}}: {what}" for rule, (keys, what) in rules.items())

@@ -41,23 +41,28 @@ def start(api, **settings) -> str:
     return body["job"]
 
 
+def read_events(lines, until=None):
+    """Server-sent events (lines of the stream) as [(id, name, data)]; stops early once `until(event)` holds."""
+    found, block = [], {}
+    for line in lines:
+        if line == "":
+            if "event" in block:
+                found.append((int(block["id"]), block["event"], json.loads(block["data"])))
+                if until is not None and until(found[-1]):
+                    return found
+            block = {}
+        elif not line.startswith(":"):  # a comment line is a ping
+            key, _, value = line.partition(":")
+            block[key] = value.removeprefix(" ")
+    return found
+
+
 def events(api, job, headers=None, until=None):
     """Parse the job's event stream into [(id, name, data)]; stop early once `until(event)` holds."""
-    found, block = [], {}
     with api.stream("GET", f"/api/v1/iris/train/{job}/events", headers=headers) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
-        for line in r.iter_lines():
-            if line == "":
-                if "event" in block:
-                    found.append((int(block["id"]), block["event"], json.loads(block["data"])))
-                    if until is not None and until(found[-1]):
-                        return found
-                block = {}
-            elif not line.startswith(":"):  # a comment line is a ping
-                key, _, value = line.partition(":")
-                block[key] = value.removeprefix(" ")
-    return found
+        return read_events(r.iter_lines(), until)
 
 
 def test_a_short_job_streams_every_epoch_then_done(api):

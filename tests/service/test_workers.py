@@ -12,6 +12,8 @@ import pytest
 
 from bench.workers import WorkersServer, connect, parent
 
+from ..api.test_iris import read_events
+
 UNKNOWN = "0123456789abcdef0123456789abcdef"
 
 
@@ -42,22 +44,11 @@ def start(server, pid, **settings) -> str:
 
 def events(server, pid, job, headers=None, until=None):
     """The job's event stream as worker `pid` sends it: [(id, name, data)]; stops early once `until(event)`."""
-    found, block = [], {}
     with connect(server.base, pid) as worker:
         with worker.client.stream("GET", f"/api/v1/iris/train/{job}/events", headers=headers) as r:
             worker.check(r)
             assert r.status_code == 200
-            for line in r.iter_lines():
-                if line == "":
-                    if "event" in block:
-                        found.append((int(block["id"]), block["event"], json.loads(block["data"])))
-                        if until is not None and until(found[-1]):
-                            return found
-                    block = {}
-                elif not line.startswith(":"):
-                    key, _, value = line.partition(":")
-                    block[key] = value.removeprefix(" ")
-    return found
+            return read_events(r.iter_lines(), until)
 
 
 def call(server, pid, method, path, **kwargs):

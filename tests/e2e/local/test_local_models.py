@@ -1,4 +1,4 @@
-"""Every page for every model, in real Chromium: a real server (conftest.py local_models_server) serves the
+"""Every page for every model, in real Chromium: a real server (../conftest.py local_models_server) serves the
 packaged MiniLM and two checkpoints the tests save with transformers (tests/checkpoints.py): a BERT-style
 "tiny-bert" and a GPT-2-style, causal "tiny-gpt2" (2 layers x 4 heads, 64 positions, random weights).
 
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import drawn, show_step, stage
-from .test_explorer import viridis
-from .test_xss import INSPECT, MARKUP
+from ..helpers import drawn, show_step, stage
+from ..test_explorer import viridis
+from ..test_xss import INSPECT, MARKUP
 
 COMPACT = 7.7e-6  # the compact u16 maps' error bound (README)
 REFERENCE = 2e-5  # our float32 forward against transformers' eager float32 forward, plus the u16 rounding
@@ -33,26 +33,6 @@ MARKUP_TEXT = "<b>bold</b> cat <i>x</i>"
 # ---- the server and the browser ------------------------------------------------------------------------
 
 
-@pytest.fixture
-def live_server(local_models_server) -> str:
-    """The conftest's browser_log checks that every request went to this server: here, the local-models one."""
-    return local_models_server.base
-
-
-@pytest.fixture
-def page(browser, local_models_server):
-    """A page whose relative URLs open on the local-models server (the session's base_url is the default server's)."""
-    context = browser.new_context(base_url=local_models_server.base, viewport={"width": 1440, "height": 1000})
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture(scope="module")
-def local_api(local_models_server):
-    import httpx
-
-    with httpx.Client(base_url=local_models_server.base, trust_env=False, timeout=60) as client:
-        yield client
 
 
 class Reference:

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import english_left
+from ..helpers import english_left
 
 TEXT = "Hello world, attention is all you need."
 GPT2 = "tiny-gpt2"
@@ -23,25 +23,6 @@ TOLERANCE = 1e-5
 LAYERS = ["embeddings", 0, 1]
 
 
-@pytest.fixture
-def live_server(local_models_server) -> str:
-    """conftest's browser_log checks that every request went to this server: here, the local-models one."""
-    return local_models_server.base
-
-
-@pytest.fixture
-def page(browser, local_models_server):
-    context = browser.new_context(base_url=local_models_server.base, viewport={"width": 1440, "height": 1000})
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture(scope="module")
-def local_api(local_models_server):
-    import httpx
-
-    with httpx.Client(base_url=local_models_server.base, trust_env=False, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")

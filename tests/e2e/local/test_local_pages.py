@@ -1,4 +1,4 @@
-"""The pages with local models, in real Chromium on a real server (conftest.py local_models_server: MiniLM, a
+"""The pages with local models, in real Chromium on a real server (../conftest.py local_models_server: MiniLM, a
 BERT-style "tiny-bert" and a GPT-2-style, causal "tiny-gpt2" that takes one text; 2 layers x 4 heads, d_head 8).
 
 /compare picks models as the other pages do and, for tiny-gpt2, keeps the second segments of a link in their
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import english_left, show_step, stage
-from .test_compare import drawn as compare_drawn
-from .test_compare import query_of, wait_drawn
+from ..helpers import english_left, show_step, stage
+from ..test_compare import drawn as compare_drawn
+from ..test_compare import query_of, wait_drawn
 
 COMPACT = 7.7e-6  # the compact u16 maps' error bound (README)
 GPT2 = "tiny-gpt2"
@@ -35,25 +35,6 @@ PAIR_B = "Who knows."
 # ---- the server and the browser ------------------------------------------------------------------------
 
 
-@pytest.fixture
-def live_server(local_models_server) -> str:
-    """conftest's browser_log checks that every request went to this server: here, the local-models one."""
-    return local_models_server.base
-
-
-@pytest.fixture
-def page(browser, local_models_server):
-    context = browser.new_context(base_url=local_models_server.base, viewport={"width": 1440, "height": 1000})
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture(scope="module")
-def local_api(local_models_server):
-    import httpx
-
-    with httpx.Client(base_url=local_models_server.base, trust_env=False, timeout=60) as client:
-        yield client
 
 
 def link(path: str, **params: object) -> str:

@@ -1,0 +1,27 @@
+"""The tests in this folder open their pages on the local-models server (../conftest.py local_models_server:
+MiniLM, "tiny-bert" and "tiny-gpt2"): these fixtures stand in for the default server's."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+
+@pytest.fixture
+def live_server(local_models_server) -> str:
+    """conftest's browser_log checks that every request went to this server: here, the local-models one."""
+    return local_models_server.base
+
+
+@pytest.fixture
+def page(browser, local_models_server):
+    """A page whose relative URLs open on the local-models server (the session's base_url is the default one's)."""
+    context = browser.new_context(base_url=local_models_server.base, viewport={"width": 1440, "height": 1000})
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def local_api(local_models_server):
+    with httpx.Client(base_url=local_models_server.base, trust_env=False, timeout=60) as client:
+        yield client
