@@ -8,7 +8,7 @@ token's numbers are those of the input run alone; the padded queries' rows are d
 RoBERTa's positions count only non-padding ids from padding_idx + 1 (CheckpointEmbeddings.positions),
 so its padding is its pad id; other models pad with id 0, which only the masked rows see. Segments
 follow each model's `run`: token types as tokenized, or all 0 when the checkpoint does not use them
-(EncoderCheckpoint.uses_segments False: RoBERTa, DistilBERT); the Decoder ignores them.
+(PretrainedEncoder.uses_segments False: RoBERTa, DistilBERT); the Decoder ignores them.
 """
 
 from __future__ import annotations
@@ -51,15 +51,14 @@ def pad(model: PretrainedEncoder, encodings: Sequence[Encoded]) -> Padded:
     if min(lengths) == 0:
         raise ValueError("an input without tokens cannot be run")
     width = max(lengths)
-    uses_segments = getattr(model, "uses_segments", True)
     ids = torch.full((len(encodings), width), pad_id(model), dtype=torch.long)  # (B, T)
     segments = torch.zeros((len(encodings), width), dtype=torch.long)  # (B, T)
     for row, encoded in enumerate(encodings):
         ids[row, : len(encoded)] = torch.tensor(encoded.ids)
-        if uses_segments:
+        if model.uses_segments:
             segments[row, : len(encoded)] = torch.tensor(encoded.segments)
     padding = torch.arange(width)[None, :] >= torch.tensor(lengths)[:, None]  # (B, T)
-    device = model.encoder.embeddings.word.weight.device
+    device = model.device
     return Padded(ids.to(device), segments.to(device), padding.to(device) if padding.any() else None, lengths)
 
 

@@ -104,13 +104,15 @@ class PretrainedEncoder:
     """An encoder with its tokenizer: text in, hidden states and traces out.
 
     `architecture` is config.json's model_type; `causal`: each token sees only the tokens before it;
-    `pairs`: takes a second segment (text_pair)."""
+    `pairs`: takes a second segment (text_pair); `uses_segments` False: token types are all 0 whatever the
+    tokenizer says (RoBERTa, DistilBERT, GPT-2)."""
 
     encoder: Encoder
     tokenizer: Tokenizer
     architecture: str = "bert"
     causal: bool = False
     pairs: bool = True
+    uses_segments: bool = True
 
     @classmethod
     def from_dir(cls, directory: Path) -> PretrainedEncoder:
@@ -140,7 +142,7 @@ class PretrainedEncoder:
     def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None) -> torch.Tensor:
         """Forward one tokenized input (with a what-if edit when given); returns the last hidden state (1, T, D)."""
         ids = torch.tensor([encoded.ids], device=self.device)  # (1, T)
-        segments = torch.tensor([encoded.segments], device=self.device)  # (1, T)
+        segments = torch.tensor([encoded.segments], device=self.device) if self.uses_segments else torch.zeros_like(ids)
         hidden: torch.Tensor = self.encoder(ids, segments, trace=trace, edit=edit)  # (1, T, D)
         return hidden.cpu()
 

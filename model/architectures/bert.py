@@ -14,11 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..analysis import Edit
 from ..config import EncoderConfig
 from ..pretrained import PretrainedEncoder, hf_bert_name
-from ..tokenizer import Encoded
-from ..trace import Trace
 from ..transformer import Embeddings, Encoder
 from .common import check_used, checkpoint_error, load_state, load_tokenizer, read_weights, setting, strip_prefix
 
@@ -64,15 +61,6 @@ class CheckpointEmbeddings(Embeddings):
 @dataclass
 class EncoderCheckpoint(PretrainedEncoder):
     """A BERT-family checkpoint: the Encoder and tokenizer, and what the model list says about it."""
-
-    uses_segments: bool = True  # False: token types are all 0 whatever the tokenizer says (RoBERTa, DistilBERT)
-
-    def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None) -> torch.Tensor:
-        if self.uses_segments:
-            return super().run(encoded, trace, edit)
-        ids = torch.tensor([encoded.ids], device=self.device)  # (1, T)
-        hidden: torch.Tensor = self.encoder(ids, torch.zeros_like(ids), trace=trace, edit=edit)  # (1, T, D)
-        return hidden.cpu()
 
 
 def _config(raw: dict[str, Any], path: Path) -> tuple[EncoderConfig, int | None, int | None]:

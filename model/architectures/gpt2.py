@@ -35,6 +35,7 @@ class DecoderCheckpoint(PretrainedEncoder):
     architecture: str = "gpt2"
     causal: bool = True
     pairs: bool = False
+    uses_segments: bool = False
 
     @property
     def decoder(self) -> Decoder:
