@@ -5,7 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -qq
 
-.PHONY: run lint test bench clean
+.PHONY: run lint chromium test test-fast test-explore test-js bench clean
+
+# The browser tests drive Debian's Chromium; `make test` installs it when it is missing (as root), or says how.
+CHROMIUM := /usr/bin/chromium
+# Property tests draw from a seed fixed per commit (printed in pytest's header), so a commit passes or fails
+# the same way on every machine; `make test-explore` draws afresh with many more examples.
+SEED := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo 0)
+PYTEST := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest
 
 # torch first, from the CPU build this machine provides, so nothing pulls a CUDA build.
 $(VENV)/.torch:
@@ -29,8 +36,30 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-test: $(VENV)/.test lint
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "make test needs Debian's Chromium at $(CHROMIUM): run  sudo apt-get install -y chromium"; exit 1; \
+	  fi; }
+	@$(CHROMIUM) --version
+
+# The whole suite: what CI runs.
+test: $(VENV)/.test lint chromium test-js
+	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED)
+
+# The inner loop: unit, API and CLI tests, no browser and no server processes.
+test-fast: $(VENV)/.test
+	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED) tests/model tests/api tests/cli tests/static
+
+# The pure front-end modules (static/js/figures, the URL and error helpers) under Node's own test runner.
+test-js:
+	node --test tests/js/
+
+# Every property test with many more examples and a fresh seed; failures print the seed to replay.
+test-explore: $(VENV)/.test
+	$(PYTEST) --hypothesis-profile=explore -m hypothesis tests
 
 bench: $(VENV)/.test
 	command -v wrk >/dev/null || { echo "bench needs wrk: apt-get install wrk"; exit 1; }

@@ -1,5 +1,21 @@
 import os
 
+import pytest
+from hypothesis import settings
+
 # Tests never reach a model hub: the reference model is read from the same packaged files.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# Property tests. "ci" (the default; `make test` adds --hypothesis-seed=<commit>): each test's own example
+# count, no example database, so a commit draws the same examples on every machine. "explore"
+# (`make test-explore`): a fresh seed and EXPLORE_FACTOR times the examples (tests/properties.py).
+settings.register_profile("ci", deadline=None, database=None, print_blob=True)
+settings.register_profile("explore", deadline=None, print_blob=True)
+settings.load_profile("ci")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    seed = config.getoption("hypothesis_seed", None)
+    drawn = f"seed {seed}" if seed is not None else "a random seed (printed with any failure)"
+    return f"hypothesis: profile {settings.get_current_profile_name()!r}, {drawn}"

@@ -61,8 +61,9 @@ class ToyGradients(BaseModel):
 
 class BackwardCheck(BaseModel):
     max_abs_diff: float = Field(description="The largest |attnscope − autograd| over every compared gradient.")
-    max_rel_diff: float = Field(description="The largest such difference divided by that gradient's max |autograd| "
-                                "(at least 1e-6 of the largest gradient's).")
+    max_rel_diff: float = Field(description="max_abs_diff divided by the largest |autograd| of every gradient.")
+    bound: float = Field(description="The largest max_rel_diff float64 rounding can explain: 64 · n · ε, n the "
+                         "longest axis a product sums over, ε = 2⁻⁵²; the check passes when max_rel_diff ≤ bound.")
     worst: str | None = Field(description="The gradient with the largest difference; null when all are equal.")
     compared: list[str] = Field(description="The gradients compared (autograd has no gradient for one-hot weights).")
     reference: Literal["torch.autograd float64"] = "torch.autograd float64"

@@ -221,7 +221,8 @@ export function getCost({ d_model, n_heads, seq_len, batch, n_layers, bytes, bia
 /**
  * POST /api/v1/toy/backward: the toy's request plus `upstream` (L x d_model, default all ones).
  * @returns {Promise<{forward: object, gradients: Object<string, number[]|number[][]|number[][][]|null>,
- *   check: {max_abs_diff: number, max_rel_diff: number, worst: string|null, compared: string[], reference: string},
+ *   check: {max_abs_diff: number, max_rel_diff: number, bound: number, worst: string|null, compared: string[],
+ *     reference: string},
  *   flow: 'softmax'|'none'|'straight_through', note: string, upstream: number[][], upstream_default: boolean}>}
  */
 export function getToyBackward(body = {}) {

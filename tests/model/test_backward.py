@@ -2,7 +2,10 @@
 
 The reference is a forward written here with plain torch operations on the layer's parameters,
 differentiated by torch.autograd; the worked example's numbers are also computed by hand here.
-Tolerance: |mine − autograd| ≤ 1e-10 · max|autograd| (+1e-300) per gradient.
+Tolerance, from float64's precision: two correct computations of a gradient differ by rounding alone, at most
+ROUNDING_STEPS · n · ε · G, where n is the longest axis any product sums over, ε = 2⁻⁵² and G the size of the
+largest gradient (every gradient is a sum of terms no larger than that). Measured over the examples (printed by
+test_measured): well under one n · ε · G.
 """
 
 from __future__ import annotations
@@ -11,14 +14,16 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from model.attention import MultiHeadAttention
 from model.backward import attention_backward, attention_forward, run_toy_backward
+from tests.properties import examples
 
-REL = 1e-10
-MEASURED: dict[str, float] = {"rel": 0.0, "abs": 0.0}
+EPS = torch.finfo(torch.float64).eps
+ROUNDING_STEPS = 64  # roundings along the longest chain of the backward, with room to spare
+MEASURED: dict[str, float] = {"units": 0.0, "abs": 0.0}  # worst |diff| in units of n · ε · size, and absolute
 
 
 def reference_forward(p: dict[str, torch.Tensor], x, keys, values, n_heads, scale, mask=None):
@@ -56,24 +61,25 @@ def random_layer(d_model, n_heads, d_keys, d_values, seed) -> MultiHeadAttention
     return layer
 
 
-def compare(mine: torch.Tensor, ref: torch.Tensor | None, name: str, floor: float = 0.0, record: bool = True) -> None:
-    """|mine − ref| ≤ REL · max(max|ref|, floor). `floor` is the size of the example's output, for
-    gradients that are zero in exact arithmetic (b_k: softmax ignores a shift of every key's score),
-    where autograd's own rounding is all there is."""
+def compare(mine: torch.Tensor, ref: torch.Tensor | None, name: str, n: int, size: float,
+            record: bool = True) -> None:
+    """|mine − ref| ≤ ROUNDING_STEPS · n · ε · max(size, max|ref|). `size` is the largest gradient of the
+    example (or the output's size): a gradient that is zero in exact arithmetic (b_k: softmax ignores a
+    shift of every key's score) holds rounding of terms that large."""
     ref = torch.zeros_like(mine) if ref is None else ref.detach()
     mine = mine.detach()
     assert mine.shape == ref.shape, name
     assert torch.isfinite(mine).all(), name
     diff = float((mine - ref).abs().max()) if mine.numel() else 0.0
-    scale = float(ref.abs().max()) if ref.numel() else 0.0
+    scale = max(size, float(ref.abs().max()) if ref.numel() else 0.0)
     if record:
         MEASURED["abs"] = max(MEASURED["abs"], diff)
-        if scale > floor:
-            MEASURED["rel"] = max(MEASURED["rel"], diff / scale)
-    assert diff <= REL * max(scale, floor) + 1e-300, f"{name}: |diff| {diff:.3g} vs max|ref| {scale:.3g}"
+        if scale > 0:
+            MEASURED["units"] = max(MEASURED["units"], diff / (n * EPS * scale))
+    assert diff <= ROUNDING_STEPS * n * EPS * scale, f"{name}: |diff| {diff:.3g} vs n·ε·size {n * EPS * scale:.3g}"
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(
     batch=st.integers(1, 3), t=st.integers(1, 6), s=st.integers(1, 6), n_heads=st.integers(1, 3),
     d_model=st.integers(1, 6), d_keys=st.integers(1, 4), d_values=st.integers(1, 4),
@@ -99,6 +105,7 @@ def test_core_matches_autograd(batch, t, s, n_heads, d_model, d_keys, d_values, 
         mask = torch.zeros(batch, 1, t, s, dtype=torch.float64)
         mask[0, 0, 0, :] = -math.inf
 
+    n = max(t, s, d_model, n_heads * d_keys, n_heads * d_values)  # the longest sum
     out, cache = attention_forward(layer, x, keys, values, mask)
     with torch.no_grad():
         assert torch.equal(out, layer(x, keys=keys, values=values, mask=mask))
@@ -107,13 +114,13 @@ def test_core_matches_autograd(batch, t, s, n_heads, d_model, d_keys, d_values, 
     p = parameters(layer)
     xs = [a.clone().requires_grad_(True) for a in (x, keys, values)]
     ref_out = reference_forward(p, *xs, n_heads, layer.scale, mask)
-    compare(out, ref_out, "output")
     ref_out.backward(upstream)
-    floor = float(p["w_o"].grad.abs().max())
-    for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"):
-        compare(mine[name], p[name].grad, name, floor)
-    for name, leaf in zip(("queries", "keys", "values"), xs, strict=True):
-        compare(mine[name], leaf.grad, name, floor)
+    grads = {**{name: p[name].grad for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")},
+             **{name: leaf.grad for name, leaf in zip(("queries", "keys", "values"), xs, strict=True)}}
+    size = max(float(g.abs().max()) for g in grads.values())
+    compare(out, ref_out, "output", n, size)
+    for name, g in grads.items():
+        compare(mine[name], g, name, n, size)
     if mask_kind == "all_hidden_row":
         assert torch.equal(mine["scores"][0, :, 0], torch.zeros_like(mine["scores"][0, :, 0]))
 
@@ -246,10 +253,24 @@ def as_tensors(answer: dict) -> dict:
             for n, g in answer.items() if g is not None}
 
 
-def check_against_reference(mine: dict, ref: dict) -> None:
+def longest_sum(request: dict, forward: dict | None = None) -> int:
+    """n of the bound: the longest axis of the toy request (rows, model width, heads' widths, the additive
+    scorer's width, read from the forward answer)."""
+    n_t, d = len(request["queries"]), len(request["queries"][0])
+    n_s = len(request.get("keys", request["queries"]))
+    w = request.get("weights")
+    widths = (len(w["q"][0]), len(w["v"][0])) if w else ()
+    additive = (forward or {}).get("additive")
+    d_attn = len(additive["v"][0]) if additive else 0  # v: (heads, d_attn)
+    return max(n_t, n_s, d, *widths, d_attn)
+
+
+def check_against_reference(mine: dict, ref: dict, n: int) -> float:
+    """Every gradient of `ref` in `mine`, within the rounding bound; returns the largest gradient's size."""
     size = max(float(g.abs().max()) for g in ref.values() if g.numel())
     for name, r in ref.items():
-        compare(mine[name], r, name, floor=1e-5 * size)
+        compare(mine[name], r, name, n, size)
+    return size
 
 
 @st.composite
@@ -293,24 +314,38 @@ def _forward_lists(forward: dict) -> dict:
             "additive": None if additive is None else {n: a.tolist() for n, a in additive.items()},
             "steps": {"softmax": forward["steps"]["softmax"].tolist()}}
 
+# Found on another machine at 1.16e-10 of a relative limit of 1e-10 that the last bits of float64 sums decided
+# (scaled dot, ALiBi, temperature 0.5, d_keys = d_values = 1, five queries): the bound now follows from ε.
+def rounding_case() -> tuple[dict, torch.Tensor]:
+    """The toy_requests() draw with these choices and seed 4 (its matrices drawn in the same order)."""
+    g = torch.Generator().manual_seed(4)
+    m = lambda r, c, s=1.0: (torch.randn(r, c, generator=g, dtype=F64) * s).tolist()  # noqa: E731
+    req = {"queries": m(5, 4), "n_heads": 2, "d_keys": 1, "d_values": 1, "variant": "scaled_dot",
+           "positions": "alibi", "seed": 4, "temperature": 0.5, "causal": False, "hidden_keys": [],
+           "weights": {"q": m(4, 2, 0.7), "k": m(4, 2, 0.7), "v": m(4, 2, 0.7), "o": m(2, 4, 0.7)}}
+    return req, torch.tensor(m(5, 4), dtype=F64)
 
-@settings(max_examples=150, deadline=None)
+
+@example(rounding_case())
+@examples(150)
 @given(toy_requests())
 def test_toy_backward_matches_autograd_for_every_variant(case):
     req, upstream = case
     answer = _run(req, upstream)
     forward = _forward_lists(answer["forward"])
     mine = as_tensors(answer["gradients"])
-    check_against_reference(mine, reference_gradients(req, forward, upstream))
+    n = longest_sum(req, forward)
+    size = check_against_reference(mine, reference_gradients(req, forward, upstream), n)
     if "keys" not in req:  # self-attention: dL/dX is the sum of the three partial gradients
         together = reference_gradients(req, forward, upstream, together=True)
-        compare(mine["input"], together["queries"], "input", floor=1e-5 * float(together["queries"].abs().max()))
+        compare(mine["input"], together["queries"], "input", n, size)
     if req["variant"] in ("hard", "sample"):
         assert answer["flow"] == "none"
         for name in ("scores", "q", "k", "w_q", "w_k", "b_q", "b_k"):
             assert not mine[name].any(), name
-    assert answer["check"]["max_abs_diff"] <= 1e-10 * max(1.0, float(mine["w_o"].abs().max()))
-    assert answer["check"]["max_rel_diff"] <= 1e-10  # what the page's "matches torch.autograd" stands on
+    check = answer["check"]  # what the page's "matches torch.autograd" stands on
+    assert check["max_abs_diff"] <= ROUNDING_STEPS * n * EPS * size
+    assert check["max_rel_diff"] <= check["bound"] == ROUNDING_STEPS * n * EPS
     for name, g in mine.items():
         assert torch.isfinite(g).all(), name
 
@@ -377,12 +412,14 @@ def test_dropping_the_scale_factor_is_caught():
     answer = _run(req)
     ref = reference_gradients(req, _forward_lists(answer["forward"]), torch.ones(3, 4, dtype=F64))
     mine = as_tensors(answer["gradients"])
-    compare(mine["scores"], ref["scores"], "scores")
+    n, size = longest_sum(req), max(float(g.abs().max()) for g in ref.values())
+    compare(mine["scores"], ref["scores"], "scores", n, size)
     wrong = mine["scores"] * math.sqrt(2.0)  # dZ without the factor 1/√d_keys
     with pytest.raises(AssertionError):
-        compare(wrong, ref["scores"], "scores without the scale", record=False)
+        compare(wrong, ref["scores"], "scores without the scale", n, size, record=False)
 
 
 def test_measured(capsys):
     with capsys.disabled():
-        print(f"\nbackward vs autograd over every run: max rel {MEASURED['rel']:.3g}, max abs {MEASURED['abs']:.3g}")
+        print(f"\nbackward vs autograd over every run: max |diff| {MEASURED['units']:.3g} n·ε·size "
+              f"(bound {ROUNDING_STEPS}), max abs {MEASURED['abs']:.3g}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.numpy import load_file
 
@@ -23,6 +23,7 @@ from model.positions import (
     rotated_units,
     sinusoidal,
 )
+from tests.properties import examples
 
 
 def sinusoidal_reference(length: int, d_model: int) -> np.ndarray:
@@ -96,7 +97,7 @@ def test_rope_position_zero_is_the_identity_and_keeps_the_dtype():
 finite = st.floats(-10, 10, allow_nan=False)
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(data=st.data(), half=st.integers(1, 16), m=st.integers(0, 500), n=st.integers(0, 500),
        shift=st.integers(0, 500))
 def test_rope_dot_products_depend_only_on_the_distance(data, half, m, n, shift):
@@ -113,7 +114,7 @@ def test_rope_dot_products_depend_only_on_the_distance(data, half, m, n, shift):
         assert abs(score(m, n) - score(m - n, 0)) <= 1e-9
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(data=st.data(), half=st.integers(1, 16), rows=st.integers(1, 8), offset=st.integers(0, 10_000))
 def test_rope_keeps_every_norm(data, half, rows, offset):
     dim = 2 * half

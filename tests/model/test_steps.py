@@ -21,6 +21,7 @@ from model.attention import (
 )
 from model.steps import STEPS
 from model.trace import Trace
+from tests.properties import examples
 
 finite = st.floats(min_value=-30, max_value=30, allow_nan=False, allow_infinity=False, width=32)
 
@@ -51,6 +52,7 @@ def score_rows(draw):
     return scores, mask
 
 
+@examples(100)
 @given(score_rows())
 def test_softmax_rows_are_distributions_and_masked_keys_get_nothing(case):
     scores, mask = case
@@ -64,6 +66,7 @@ def test_softmax_rows_are_distributions_and_masked_keys_get_nothing(case):
     assert (sums[fully_hidden] == 0).all()  # a row with every key hidden is zeros, never NaN
 
 
+@examples(100)
 @given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.data())
 def test_merge_after_split_is_identity(b, t, h, dh, data):
     values = data.draw(st.lists(finite, min_size=b * t * h * dh, max_size=b * t * h * dh))

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from model.toy import WORKED_QUERIES, run_toy
+from tests.properties import examples
 
 RNG = np.random.default_rng(7)
 
@@ -205,7 +206,7 @@ def take(t, order, axis):
     return np.take(arr(t), order, axis=axis)
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(st.integers(0, 2**31), st.permutations(range(5)), st.permutations(range(7)),
        st.sampled_from(["scaled_dot", "dot", "additive", "hard"]))
 def test_permuting_inputs_permutes_the_steps(seed, q_order, k_order, variant):

@@ -28,6 +28,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import CHECKS, positive_data_acceptance
 
 from app.main import create_app
+from tests.properties import examples
 
 EXAMPLES_PER_OPERATION = 100
 
@@ -143,8 +144,7 @@ def test_api_conforms_to_its_schema(api_schema, fuzz_server, method, path, mode)
     operation = api_schema[path][method]
 
     @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(examples(EXAMPLES_PER_OPERATION), database=None, suppress_health_check=list(HealthCheck))
     def fuzz(case):
         response = case.call_and_validate(base_url=fuzz_server.base, checks=FUZZ_CHECKS)
         calls.append(response.status_code)

@@ -13,12 +13,18 @@ def live_server(local_models_server) -> str:
     return local_models_server.base
 
 
-@pytest.fixture
-def page(browser, local_models_server):
-    """A page whose relative URLs open on the local-models server (the session's base_url is the default one's)."""
-    context = browser.new_context(base_url=local_models_server.base, viewport={"width": 1440, "height": 1000})
-    yield context.new_page()
+@pytest.fixture(scope="session")
+def local_context(browser, browser_context_args: dict, local_models_server):
+    """One browser context whose relative URLs open on the local-models server (the session's base_url is the
+    default one's)."""
+    context = browser.new_context(**{**browser_context_args, "base_url": local_models_server.base})
+    yield context
     context.close()
+
+
+@pytest.fixture
+def context(local_context):
+    return local_context
 
 
 @pytest.fixture(scope="module")
