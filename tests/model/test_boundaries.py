@@ -13,17 +13,41 @@ MODEL_DIR = Path(__file__).resolve().parents[2] / "model"
 FORBIDDEN = {"fastapi", "starlette", "pydantic", "pydantic_settings", "app", "uvicorn", "transformers"}
 
 
-@pytest.mark.parametrize("path", sorted(MODEL_DIR.glob("*.py")), ids=lambda p: p.name)
-def test_model_imports_nothing_from_the_web_layer(path):
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots = {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            roots = {(node.module or "").split(".")[0]}
-        else:
-            continue
-        assert not roots & FORBIDDEN, f"{path.name} imports {roots & FORBIDDEN}"
+def web_imports(root: Path) -> dict[str, set[str]]:
+    """{file under `root` (every subfolder too): the forbidden packages it imports}. A relative import that
+    climbs out of `root` counts as importing the package it lands in (`from ..app import x`)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        depth = len(path.relative_to(root).parts) - 1  # folders between root and the file
+        roots: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                roots |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots.add((node.module or "").split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.level > depth + 1:  # above root's parent
+                roots.add((node.module or "").split(".")[0])
+        if roots & FORBIDDEN:
+            found[str(path.relative_to(root))] = roots & FORBIDDEN
+    return found
+
+
+def test_model_and_every_folder_under_it_import_nothing_from_the_web_layer():
+    checked = {str(p.relative_to(MODEL_DIR)) for p in MODEL_DIR.rglob("*.py")}
+    assert any("/" in name for name in checked), "no file in a subfolder of model/ was checked"
+    assert web_imports(MODEL_DIR) == {}
+
+
+def test_the_check_finds_a_web_import_in_a_new_subfolder(tmp_path):
+    """The control: files that break the rule, one and two folders down, are each found."""
+    (tmp_path / "fine.py").write_text("import torch\nfrom .steps import STEPS\n")
+    (tmp_path / "nets").mkdir()
+    (tmp_path / "nets" / "layer.py").write_text("import numpy\nfrom fastapi import Request\n")
+    (tmp_path / "nets" / "deep").mkdir()
+    (tmp_path / "nets" / "deep" / "x.py").write_text("from ....app.settings import Settings  # out of the root\nfrom .. import y\n")
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "y.py").write_text("import pydantic.fields, os\n")
+    assert web_imports(tmp_path) == {"nets/layer.py": {"fastapi"}, "nets/deep/x.py": {"app"}, "lab/y.py": {"pydantic"}}
 
 
 def test_loading_the_model_imports_neither_web_code_nor_transformers():
