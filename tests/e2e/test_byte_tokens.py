@@ -1,5 +1,6 @@
-"""Byte-level BPE tokens in the page's own modules (real Chromium): how a token with an empty display or
-whitespace alone is labelled, and the word view joining the byte pieces of one character.
+"""Byte-level BPE tokens in the page's own modules (real Chromium): the token chip of a continuation byte,
+which needs the DOM. How such tokens are labelled and joined into words is tested without a browser in
+tests/js/byte-tokens.test.js (`node --test tests/js/`).
 
 The tokens are written here as the tokenizers library gives them for a GPT-2 vocabulary that lacks "我":
 three one-byte tokens with the same offsets, the first showing the character (model/tokenizer.py)."""
@@ -22,23 +23,6 @@ TOKENS = [
 def run(page: Page, base_url: str, script: str):
     page.goto(f"{base_url}/static/js/figures/axes.js")  # any page of this origin: the modules import from it
     return page.evaluate(script, {"tokens": TOKENS, "text": TEXT})
-
-
-def test_labels_show_every_token(page: Page, base_url: str):
-    labels = run(page, base_url, """async ({tokens}) => {
-        const { tokenLabel } = await import('/static/js/figures/axes.js');
-        return tokens.map((token) => tokenLabel(token));
-    }""")
-    assert labels == ["Hello", " 我", "⋯", "⋯", "们", "↵"]
-
-
-def test_the_word_view_joins_the_bytes_of_one_character(page: Page, base_url: str):
-    words = run(page, base_url, """async ({tokens, text}) => {
-        const { mergeWords } = await import('/static/js/figures/words.js');
-        return mergeWords(tokens, text).words.map((word) => [word.text, word.pieces]);
-    }""")
-    # "我" (three tokens) and "们" are separate words: Han characters are words of their own.
-    assert words == [["Hello", [0]], [" 我", [1, 2, 3]], ["们", [4]], ["\n", [5]]]
 
 
 def test_a_chip_of_continuation_bytes_says_what_it_holds(page: Page, base_url: str):
