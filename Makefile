@@ -46,7 +46,7 @@ chromium:
 	@$(CHROMIUM) --version
 
 # The whole suite: what CI runs.
-test: $(VENV)/.test lint chromium test-js
+test: chromium $(VENV)/.test lint test-js
 	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED)
 
 # The inner loop: unit, API and CLI tests, no browser and no server processes.

@@ -14,10 +14,10 @@ def live_server(local_models_server) -> str:
 
 
 @pytest.fixture(scope="session")
-def local_context(browser, browser_context_args: dict, local_models_server):
-    """One browser context whose relative URLs open on the local-models server (the session's base_url is the
-    default one's)."""
-    context = browser.new_context(**{**browser_context_args, "base_url": local_models_server.base})
+def local_context(browser, local_models_server):
+    """One browser context whose relative URLs open on the local-models server (the session's base_url and
+    browser_context_args are the default server's)."""
+    context = browser.new_context(base_url=local_models_server.base, viewport={"width": 1440, "height": 1000})
     yield context
     context.close()
 
