@@ -45,9 +45,11 @@ chromium:
 	  fi; }
 	@$(CHROMIUM) --version
 
-# The whole suite: what CI runs.
+# The whole suite: what CI runs. Two workers (pytest-xdist), each taking whole test files, so a file's
+# server and browser fixtures start once: most of the suite waits on a browser or a server process.
+WORKERS ?= 2
 test: chromium $(VENV)/.test lint test-js
-	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED)
+	$(PYTEST) -n $(WORKERS) --dist loadfile --hypothesis-profile=ci --hypothesis-seed=$(SEED)
 
 # The inner loop: unit, API and CLI tests, no browser and no server processes.
 test-fast: $(VENV)/.test

@@ -19,3 +19,16 @@ def pytest_report_header(config: pytest.Config) -> str:
     seed = config.getoption("hypothesis_seed", None)
     drawn = f"seed {seed}" if seed is not None else "a random seed (printed with any failure)"
     return f"hypothesis: profile {settings.get_current_profile_name()!r}, {drawn}"
+
+
+# The longest-running folders first: under `make test` two pytest-xdist workers take whole files in this order,
+# so the browser tests (most of the time) start at once and the short files fill in at the end.
+FOLDER_ORDER = ("e2e", "service", "cli", "api", "model", "static")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        folder = item.nodeid.split("/")[1] if item.nodeid.startswith("tests/") else ""
+        return FOLDER_ORDER.index(folder) if folder in FOLDER_ORDER else len(FOLDER_ORDER)
+
+    items.sort(key=rank)  # stable: the order within a folder is unchanged
