@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -qq
 
-.PHONY: run lint chromium test test-fast test-explore test-js bench clean
+.PHONY: run lint chromium test test-fast test-explore test-js coverage bench clean
 
 # The browser tests drive Debian's Chromium; `make test` installs it when it is missing (as root), or says how.
 CHROMIUM := /usr/bin/chromium
@@ -62,6 +62,12 @@ test-js:
 # Every property test with many more examples and a fresh seed; failures print the seed to replay.
 test-explore: $(VENV)/.test
 	$(PYTEST) --hypothesis-profile=explore -m hypothesis tests
+
+# Line coverage of app/, model/ and attnscope/ by the whole suite (in-process code only: the servers the
+# service and browser tests start are separate processes).
+coverage: chromium $(VENV)/.test
+	$(PYTEST) -n $(WORKERS) --dist loadfile --hypothesis-profile=ci --hypothesis-seed=$(SEED) \
+	  --cov=app --cov=model --cov=attnscope --cov-report=term
 
 bench: $(VENV)/.test
 	command -v wrk >/dev/null || { echo "bench needs wrk: apt-get install wrk"; exit 1; }

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -13,6 +14,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 settings.register_profile("ci", deadline=None, database=None, print_blob=True)
 settings.register_profile("explore", deadline=None, print_blob=True)
 settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def checkpoint_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """kind -> a small random checkpoint of every supported architecture (tests/checkpoints.py), directories
+    named tiny-<kind> (so served as "tiny-bert", "tiny-gpt2", ...). Made once per session and worker; tests
+    only read them (a test that changes a checkpoint copies it first)."""
+    from tests.checkpoints import KINDS, make_checkpoint
+
+    root = tmp_path_factory.mktemp("checkpoints")
+    return {kind: make_checkpoint(kind, root / f"tiny-{kind}") for kind in KINDS}
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -16,12 +16,9 @@ def attention(client, **body):
 
 
 @pytest.fixture(scope="session")
-def local_dirs(tmp_path_factory):
-    """A BERT-style and a GPT-2-style checkpoint made by tests/checkpoints.py, served as "tiny-bert" and
-    "tiny-gpt2"."""
-    from ..checkpoints import make_checkpoint
-    root = tmp_path_factory.mktemp("local-models")
-    return {kind: make_checkpoint(kind, root / f"tiny-{kind}") for kind in ("bert", "gpt2")}
+def local_dirs(checkpoint_dirs):
+    """The BERT-style and GPT-2-style test checkpoints (tests/conftest.py), served as "tiny-bert" and "tiny-gpt2"."""
+    return {kind: checkpoint_dirs[kind] for kind in ("bert", "gpt2")}
 
 
 @pytest.fixture(scope="session")

@@ -18,21 +18,15 @@ from app.main import create_app
 from app.settings import Settings
 from model import positions
 from model.architectures import load_checkpoint
-from tests.checkpoints import KINDS, make_checkpoint
+from tests.checkpoints import KINDS
 
 WIDTH = {"bert": 32, "roberta": 32, "distilbert": 32, "electra": 16, "gpt2": 32}  # the tables' widths
 ROWS = {"bert": 64, "roberta": 64, "distilbert": 64, "electra": 64, "gpt2": 64}  # token positions they cover
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("positions-models")
-    return {kind: make_checkpoint(kind, root / f"tiny-{kind}") for kind in KINDS}
-
-
-@pytest.fixture(scope="module")
-def client(checkpoints):
-    settings = Settings(allowed_hosts=["testserver"], model_paths=list(checkpoints.values()))
+def client(checkpoint_dirs):
+    settings = Settings(allowed_hosts=["testserver"], model_paths=list(checkpoint_dirs.values()))
     with TestClient(create_app(settings)) as c:
         yield c
 
@@ -67,9 +61,9 @@ TEXT = "Hello world, the cat sat on the mat. Where is the dog?"
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_learned_rows_are_the_ones_transformers_adds(checkpoints, kind):
-    model = load_checkpoint(checkpoints[kind])
-    added = rows_added(checkpoints[kind], kind, TEXT)  # (T, E)
+def test_the_learned_rows_are_the_ones_transformers_adds(checkpoint_dirs, kind):
+    model = load_checkpoint(checkpoint_dirs[kind])
+    added = rows_added(checkpoint_dirs[kind], kind, TEXT)  # (T, E)
     assert len(model.tokenizer.encode(TEXT)) == added.shape[0]
     ours = positions.learned(model, added.shape[0]).numpy()
     assert ours.shape == (added.shape[0], WIDTH[kind])
@@ -77,9 +71,9 @@ def test_the_learned_rows_are_the_ones_transformers_adds(checkpoints, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_whole_table_and_its_limit(checkpoints, kind):
-    model = load_checkpoint(checkpoints[kind])
-    table = full_table(checkpoints[kind], kind)
+def test_the_whole_table_and_its_limit(checkpoint_dirs, kind):
+    model = load_checkpoint(checkpoint_dirs[kind])
+    table = full_table(checkpoint_dirs[kind], kind)
     first = 2 if kind == "roberta" else 0  # pad_token_id 1: RoBERTa's first token takes row 2
     assert positions.learned_size(model) == (ROWS[kind], WIDTH[kind])
     assert table.shape[0] - first == ROWS[kind]
@@ -92,13 +86,13 @@ def test_the_whole_table_and_its_limit(checkpoints, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_route_serves_the_true_table(client, checkpoints, kind):
+def test_the_route_serves_the_true_table(client, checkpoint_dirs, kind):
     r = client.get("/api/v1/positions", params={"kind": "learned", "model": f"tiny-{kind}", "length": ROWS[kind]})
     assert r.status_code == 200, r.text
     body = r.json()
     assert (body["model"], body["length"], body["d_model"]) == (f"tiny-{kind}", ROWS[kind], WIDTH[kind])
     first = 2 if kind == "roberta" else 0
-    assert np.array_equal(np.array(body["matrix"]), full_table(checkpoints[kind], kind)[first:])
+    assert np.array_equal(np.array(body["matrix"]), full_table(checkpoint_dirs[kind], kind)[first:])
     explicit = client.get("/api/v1/positions", params={"kind": "learned", "model": f"tiny-{kind}", "length": 3,
                                                        "d_model": WIDTH[kind]})
     assert explicit.json()["matrix"] == body["matrix"][:3]

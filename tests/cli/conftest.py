@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-
-from ..checkpoints import KINDS, make_checkpoint
-
-
-@pytest.fixture(scope="session")
-def checkpoint_dirs(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("cli-checkpoints")
-    return {kind: make_checkpoint(kind, root / f"tiny-{kind}") for kind in KINDS}
 
 
 @pytest.fixture(scope="session")

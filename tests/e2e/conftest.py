@@ -14,11 +14,12 @@ import pytest
 from playwright.sync_api import expect
 
 from bench.common import CHROMIUM, CHROMIUM_ARGS, Server
-from tests.checkpoints import make_checkpoint
 
 # expect() waits until its condition holds; on a busy 2-core machine a cold page (plotly.js loads after
-# the grid) can need more than Playwright's default 5 s. A bound on waiting, not a timing assertion.
-expect.set_options(timeout=15_000)
+# the grid) can need more than Playwright's default 5 s. A bound on waiting, not a timing assertion: 30 s,
+# Playwright's own bound for navigation, because `make test` runs a second worker beside the browser tests
+# (each test took about 1.7 times as long there as alone, measured over the whole suite).
+expect.set_options(timeout=30_000)
 
 # Collects CSP violations in the page (window.__cspViolations) and reports each one to
 # the test at once, so violations in a document that has since navigated away count too.
@@ -70,12 +71,10 @@ class LocalModels:
 
 
 @pytest.fixture(scope="session")
-def local_models_server(tmp_path_factory: pytest.TempPathFactory):
+def local_models_server(checkpoint_dirs: dict[str, Path]):
     """A real attnscope server with ATTNSCOPE_MODEL_PATHS naming a BERT-style and a GPT-2-style checkpoint
     saved by the tests (random weights, 64 positions); yields a LocalModels."""
-    root = tmp_path_factory.mktemp("checkpoints")
-    bert = make_checkpoint("bert", root / "tiny-bert")
-    gpt2 = make_checkpoint("gpt2", root / "tiny-gpt2")
+    bert, gpt2 = checkpoint_dirs["bert"], checkpoint_dirs["gpt2"]
     server = Server(ATTNSCOPE_MODEL_PATHS=os.pathsep.join([str(bert), str(gpt2)]))
     try:
         server.start()

@@ -17,7 +17,7 @@ import torch
 from model.architectures import DecoderCheckpoint, EncoderCheckpoint, load_checkpoint
 from model.pretrained import CheckpointError
 
-from ..checkpoints import KINDS, SIZES, make_checkpoint, make_tokenizer
+from ..checkpoints import KINDS, SIZES, make_tokenizer
 
 transformers = pytest.importorskip("transformers")
 
@@ -37,9 +37,8 @@ DECODER_TEXTS = {
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def checkpoint(request, tmp_path_factory) -> tuple[str, Path]:
-    kind = request.param
-    return kind, make_checkpoint(kind, tmp_path_factory.mktemp(kind))
+def checkpoint(request, checkpoint_dirs) -> tuple[str, Path]:
+    return request.param, checkpoint_dirs[request.param]
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +81,8 @@ def test_maps_hidden_state_and_ids_equal_transformers(checkpoint, reference):
 
 
 @pytest.mark.parametrize("kind", ["bert", "distilbert", "electra"])
-def test_chinese_characters_are_wordpiece_tokens_not_unknown(kind, tmp_path):
-    model = load_checkpoint(make_checkpoint(kind, tmp_path / kind))
+def test_chinese_characters_are_wordpiece_tokens_not_unknown(kind, checkpoint_dirs):
+    model = load_checkpoint(checkpoint_dirs[kind])
     encoded = model.tokenizer.encode("注意力机制")
     assert [t.text for t in encoded.tokens if not t.special] == list("注意力机制")
     assert not any(t.unknown for t in encoded.tokens)
@@ -144,8 +143,8 @@ def test_weights_from_pytorch_model_bin(checkpoint, reference, tmp_path):
     assert (hidden - ref_hidden).abs().max().item() <= TOLERANCE
 
 
-def test_gpt2_maps_are_lower_triangular_and_the_mask_step_hides_the_upper_triangle(tmp_path):
-    model = load_checkpoint(make_checkpoint("gpt2", tmp_path / "gpt2"))
+def test_gpt2_maps_are_lower_triangular_and_the_mask_step_hides_the_upper_triangle(checkpoint_dirs):
+    model = load_checkpoint(checkpoint_dirs["gpt2"])
     encoded = model.tokenizer.encode(DECODER_TEXTS["english"][0])
     n = len(encoded)
     upper = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
@@ -189,15 +188,15 @@ def test_gpt2_lm_head_checkpoint_and_logits(tmp_path):
     assert (last - out.logits).abs().max().item() <= 1e-4
 
 
-def test_roberta_positions_start_after_the_padding_index(tmp_path):
-    model = load_checkpoint(make_checkpoint("roberta", tmp_path / "roberta"))
+def test_roberta_positions_start_after_the_padding_index(checkpoint_dirs):
+    model = load_checkpoint(checkpoint_dirs["roberta"])
     embeddings = model.encoder.embeddings
     ids = torch.tensor([[0, 5, 6, 2]])
     assert embeddings.positions(ids).tolist() == [[2, 3, 4, 5]]  # padding_idx 1: the first token is at 2
 
 
-def test_no_socket_is_opened_while_loading(monkeypatch, tmp_path):
-    directories = [make_checkpoint(kind, tmp_path / kind) for kind in ("bert", "gpt2")]
+def test_no_socket_is_opened_while_loading(monkeypatch, checkpoint_dirs):
+    directories = [checkpoint_dirs[kind] for kind in ("bert", "gpt2")]
 
     def refuse(self, address):
         raise AssertionError(f"network connection attempted to {address}")
@@ -211,8 +210,8 @@ def test_no_socket_is_opened_while_loading(monkeypatch, tmp_path):
 # ---- refusals: each names the file, the problem and the supported architectures ----
 
 @pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory) -> Path:
-    return make_checkpoint("bert", tmp_path_factory.mktemp("bert-errors"))
+def bert_dir(checkpoint_dirs) -> Path:
+    return checkpoint_dirs["bert"]  # the tests break copies of it (broken_copy)
 
 
 def broken_copy(source: Path, tmp_path: Path) -> Path:
@@ -258,8 +257,8 @@ def test_a_shape_that_does_not_fit_the_config_is_refused(bert_dir, tmp_path):
     assert_refused(directory, "model.safetensors", "encoder.layer.0.intermediate.dense.weight has shape (37, 32)")
 
 
-def test_a_gpt2_shape_that_does_not_fit_is_refused(tmp_path):
-    directory = make_checkpoint("gpt2", tmp_path / "gpt2")
+def test_a_gpt2_shape_that_does_not_fit_is_refused(checkpoint_dirs, tmp_path):
+    directory = broken_copy(checkpoint_dirs["gpt2"], tmp_path)
     config = json.loads((directory / "config.json").read_text())
     config["n_positions"] = 128
     (directory / "config.json").write_text(json.dumps(config))
@@ -323,10 +322,10 @@ def test_sharded_safetensors_and_a_task_model_prefix(tmp_path, bert_dir):
     assert torch.equal(sharded.run(encoded), whole.run(encoded))
 
 
-def test_gpt2_what_if_edits_follow_the_encoder_rules(tmp_path):
+def test_gpt2_what_if_edits_follow_the_encoder_rules(checkpoint_dirs):
     """An edit that changes nothing leaves every map as it is; ablating layer 0 changes layer 1 only."""
     from model.analysis import Edit
-    model = load_checkpoint(make_checkpoint("gpt2", tmp_path / "gpt2"))
+    model = load_checkpoint(checkpoint_dirs["gpt2"])
     encoded = model.tokenizer.encode(DECODER_TEXTS["english"][0])
     plain = model.attention_maps(encoded).per_layer
     same = model.attention_maps(encoded, edit=Edit(layer=0)).per_layer

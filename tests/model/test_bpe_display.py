@@ -31,8 +31,8 @@ UNICODE_TO_BYTE = {c: b for b, c in bytes_to_unicode().items()}
 
 
 @pytest.fixture(scope="module", params=BYTE_LEVEL)
-def checkpoint(request, tmp_path_factory) -> tuple[str, Path]:
-    return request.param, make_checkpoint(request.param, tmp_path_factory.mktemp(request.param))
+def checkpoint(request, checkpoint_dirs) -> tuple[str, Path]:
+    return request.param, checkpoint_dirs[request.param]
 
 
 @pytest.fixture(scope="module")

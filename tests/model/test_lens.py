@@ -16,8 +16,6 @@ from model.architectures import DecoderCheckpoint, load_checkpoint
 from model.errors import IndexOutOfRange
 from model.lens import EMBEDDINGS, MAX_TOP_K, PositionOutOfRange, checked_position, logit_lens
 
-from ..checkpoints import make_checkpoint
-
 transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
@@ -29,8 +27,8 @@ TEXTS = {
 
 
 @pytest.fixture(scope="module")
-def gpt2_dir(tmp_path_factory):
-    return make_checkpoint("gpt2", tmp_path_factory.mktemp("lens") / "tiny-gpt2")
+def gpt2_dir(checkpoint_dirs):
+    return checkpoint_dirs["gpt2"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,105 @@
+"""When the server gives freed heap pages back to the OS (app/hub.py Housekeeper): after enough evicted bytes,
+at once when no other job waits, else once the model worker has been idle; never while a job runs.
+
+The trim itself (malloc_trim) is recorded by a stand-in so the schedule can be checked; that it keeps the
+server's memory flat is measured on a real server in tests/service/test_faults.py.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import app.hub as hub
+from app.hub import TRIM_AFTER_EVICTING, Housekeeper
+from app.memory import release_free_memory
+
+WAIT_S = 10.0  # a bound on waiting for the timer thread, not a timing assertion
+
+
+class Trims:
+    """Counts the trims the housekeeper asks for; `happened` is set at each."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.happened = threading.Event()
+
+    def __call__(self) -> None:
+        self.count += 1
+        self.happened.set()
+
+
+@pytest.fixture
+def trims(monkeypatch) -> Trims:
+    recorder = Trims()
+    monkeypatch.setattr(hub, "release_free_memory", recorder)
+    return recorder
+
+
+def test_the_real_trim_runs():
+    release_free_memory()  # glibc's malloc_trim, or nothing elsewhere: it must not raise
+
+
+def test_nothing_is_trimmed_below_the_threshold(trims):
+    keeper = Housekeeper(queued=lambda: 0, idle_s=0.01)
+    keeper.evicted(TRIM_AFTER_EVICTING - 1)
+    keeper.after_job()
+    assert trims.count == 0
+
+
+def test_a_trim_runs_at_once_after_a_job_when_nothing_waits(trims):
+    keeper = Housekeeper(queued=lambda: 1)  # the job that just finished is still counted
+    keeper.evicted(TRIM_AFTER_EVICTING)
+    keeper.after_job()
+    assert trims.count == 1
+    keeper.after_job()  # the evicted bytes were given back: nothing more to do
+    assert trims.count == 1
+
+
+def test_with_a_job_waiting_the_trim_waits_for_the_idle_worker(trims):
+    queued = [2]  # this job and one behind it
+    keeper = Housekeeper(queued=lambda: queued[0], idle_s=0.05)
+    keeper.evicted(TRIM_AFTER_EVICTING)
+    keeper.after_job()
+    assert trims.count == 0  # not on the waiting job's path
+    queued[0] = 0
+    assert trims.happened.wait(WAIT_S), "the idle timer never trimmed"
+    assert trims.count == 1
+    keeper.close()
+
+
+def test_the_timer_tries_again_while_the_worker_is_busy(trims):
+    queued = [2]
+    keeper = Housekeeper(queued=lambda: queued[0], idle_s=0.02)
+    keeper.evicted(TRIM_AFTER_EVICTING)
+    keeper.after_job()
+    queued[0] = 1  # a job is running when the timer fires: it re-arms
+    assert not trims.happened.wait(0.2)
+    queued[0] = 0
+    assert trims.happened.wait(WAIT_S), "the re-armed timer never trimmed"
+    assert trims.count == 1
+    keeper.close()
+
+
+def test_close_cancels_a_pending_trim(trims):
+    keeper = Housekeeper(queued=lambda: 2, idle_s=0.05)
+    keeper.evicted(TRIM_AFTER_EVICTING)
+    keeper.after_job()
+    keeper.close()
+    assert not trims.happened.wait(0.3)
+    assert trims.count == 0
+
+
+def test_a_later_job_trims_first_and_the_timer_finds_nothing_left(trims):
+    queued = [2]
+    keeper = Housekeeper(queued=lambda: queued[0], idle_s=0.1)
+    keeper.evicted(TRIM_AFTER_EVICTING)
+    keeper.after_job()
+    keeper.after_job()  # still a job behind: the timer is armed again, not twice
+    queued[0] = 1  # the last job ends with nothing behind it: the trim runs at once
+    keeper.after_job()
+    assert trims.count == 1
+    trims.happened.clear()
+    assert not trims.happened.wait(0.5)  # the timer fired, found nothing evicted since, and did nothing
+    assert trims.count == 1
