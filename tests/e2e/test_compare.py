@@ -39,9 +39,9 @@ def compare_url(a: str, b: str, layer: int, head: int, **extra: str) -> str:
 
 
 # True once the results say they show the state of the URL (the page sets data-drawn last, and clears it
-# as soon as it starts on another state).
+# as soon as it starts on another state). False while a navigation's new document has no #results yet.
 DRAWN = """() => {
-  const drawn = document.getElementById('results').dataset.drawn;
+  const drawn = document.getElementById('results')?.dataset.drawn;
   if (!drawn) return false;
   const sorted = (search) => JSON.stringify([...new URLSearchParams(search)].sort());
   return sorted(new URL(drawn, location.href).search) === sorted(location.search);
