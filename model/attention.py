@@ -60,12 +60,14 @@ def softmax_rows(scores: torch.Tensor, any_hidden: bool = True) -> torch.Tensor:
     """Softmax over keys; a row whose keys are all hidden becomes zeros, not NaN.
 
     `any_hidden=False` says no mask was added, so no row can be all -inf and the
-    check (three more passes over a (B, H, T, S) tensor) is skipped.
+    check (four more passes over a (B, H, T, S) tensor) is skipped.
     """
-    weights = torch.softmax(scores, dim=-1)  # (B, H, T, S)
     if not any_hidden:
-        return weights
+        return torch.softmax(scores, dim=-1)  # (B, H, T, S)
     hidden_row = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (B, H, T, 1)
+    # a hidden row's scores are replaced by zeros before the softmax, so that autograd through it
+    # gives zero gradients (a softmax of -inf only is NaN, and NaN · 0 stays NaN)
+    weights = torch.softmax(scores.masked_fill(hidden_row, 0.0), dim=-1)  # (B, H, T, S)
     return weights.masked_fill(hidden_row, 0.0)
 
 

@@ -32,6 +32,7 @@ Variants (model/variants.py), recognised from the layer's `score`, `weigh` and `
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -366,9 +367,11 @@ def compare(mine: dict[str, Tensor], reference: dict[str, Tensor | None], n: int
     for name, (got, ref) in pairs.items():
         ref_t = torch.zeros_like(got) if ref is None else ref
         diff = float((got - ref_t).abs().max()) if got.numel() else 0.0
+        if math.isnan(diff):  # a NaN on either side is a failed check, never a skipped one
+            diff = math.inf
         if diff > worst_abs:
             worst_abs, worst_name = diff, name
-    worst_rel = worst_abs / largest if largest > 0 else 0.0
+    worst_rel = worst_abs / largest if largest > 0 else (0.0 if worst_abs == 0 else math.inf)
     return {"max_abs_diff": worst_abs, "max_rel_diff": worst_rel, "bound": ROUNDING_STEPS * n * EPS,
             "worst": worst_name or None, "compared": sorted(reference), "reference": REFERENCE}
 

@@ -17,8 +17,10 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from model import toy
 from model.attention import MultiHeadAttention
-from model.backward import attention_backward, attention_forward, run_toy_backward
+from model.backward import attention_backward, attention_forward, autograd_gradients, run_toy_backward
+from model.backward import compare as page_check
 from tests.properties import examples
 
 EPS = torch.finfo(torch.float64).eps
@@ -359,6 +361,17 @@ def test_fully_hidden_rows_get_zero_gradient_not_nan():
         assert torch.isfinite(g[name]).all() and not g[name].any(), name
     assert torch.equal(g["b_o"], torch.tensor([2.0, 2.0], dtype=F64))  # Σ_t upstream[t]: b_o still learns
     assert not g["w_o"].any()  # W_o's input, the context, is zeros
+    # the page's check stands on torch.autograd through the same forward: finite there too, and equal
+    setup = toy.prepare_toy(req["queries"], req["keys"], req["values"], 1, None, False, hidden_keys=[0, 1, 2])
+    reference = autograd_gradients(setup, torch.ones(2, 2, dtype=F64))
+    assert all(torch.isfinite(r).all() for r in reference.values() if r is not None)
+    assert answer["check"]["max_rel_diff"] <= answer["check"]["bound"]
+
+
+def test_a_nan_in_the_reference_fails_the_check():
+    mine = {"scores": torch.zeros(2, 2, dtype=F64)}
+    check = page_check(mine, {"scores": torch.tensor([[0.0, math.nan], [1.0, 0.0]], dtype=F64)}, n=2)
+    assert check["max_rel_diff"] > check["bound"] and check["worst"] == "scores"
 
 
 # ---- The worked example, by hand ----
