@@ -23,6 +23,13 @@ RECORD_STEPS = """() => {
 }"""
 
 
+def wait_until(page: Page, predicate: str, arg=None, **options) -> None:
+    """page.wait_for_function, but a predicate that throws (an element or a figure's data not there yet,
+    as while a navigation's new document loads) counts as not yet true instead of failing the wait."""
+    guarded = f"(arg) => {{ try {{ return ({predicate})(arg); }} catch (error) {{ return false; }} }}"
+    page.wait_for_function(guarded, arg=arg, **options)
+
+
 def max_abs_diff(a, b) -> float:
     """Largest difference of two equally shaped matrices; hidden (None) entries must match."""
     assert len(a) == len(b) and all(len(ra) == len(rb) for ra, rb in zip(a, b, strict=True)), "shapes differ"

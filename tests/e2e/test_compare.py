@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import english_left
+from .helpers import english_left, wait_until
 
 CAT = "The cat sat on the mat."
 DOG = "The dog sat on the mat."
@@ -50,7 +50,7 @@ DRAWN = """() => {
 
 def wait_drawn(page: Page) -> None:
     """Until the figures on screen are those of the URL's state."""
-    page.wait_for_function(DRAWN, timeout=30_000)
+    wait_until(page, DRAWN, timeout=30_000)
 
 
 def drawn(page: Page, figure: str) -> dict:

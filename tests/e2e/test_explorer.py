@@ -8,6 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
+from .helpers import wait_until
+
 SENTENCE = "The cat sat on the mat."
 OTHER_SENTENCE = "A dog barked at the postman."
 CHINESE = "注意力机制让模型学会聚焦于最相关的部分。"
@@ -177,7 +179,7 @@ def test_new_sentence_then_back(page: Page, api):
     expect(page.locator("#tokens .chip")).to_have_text(first)
     assert query(page)["text"] == [SENTENCE]
     expect(page.locator("#heatmap .gtitle")).to_have_text("Layer 1 · Head 3")
-    page.wait_for_function("(n) => document.getElementById('heatmap').data[0].z.length === n", arg=len(first))
+    wait_until(page, "(n) => document.getElementById('heatmap').data[0].z.length === n", arg=len(first))
     assert tick_texts(page, "x") == first
 
     page.go_forward()
@@ -230,7 +232,7 @@ def test_plotly_labels_are_escaped_and_the_check_can_fail(page: Page, live_serve
     """escapeForPlotly keeps markup literal in real Plotly; without it Plotly makes a live link."""
     page.goto("/")
     expect(page.locator("#intro")).to_be_visible()
-    page.wait_for_function("() => typeof window.Plotly === 'object'")
+    wait_until(page, "() => typeof window.Plotly === 'object'")
     label = '<a href="http://example.com/x">x</a> <b>bold</b> & "q"'
     result = page.evaluate(
         """async (label) => {
@@ -326,7 +328,7 @@ def test_a_chinese_sentence_shows_the_characters_behind_each_unknown_token(page:
     expect(note).to_be_visible()
     expect(note).to_contain_text(str(len(unknown)))
     # The map's labels say the same, and an English sentence has no note.
-    page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
+    wait_until(page, "() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     assert tick_texts(page, "y") == expected
     page.locator("#text-input").fill(SENTENCE)
     page.locator("#text-input").press("Enter")
@@ -351,7 +353,7 @@ def test_a_click_on_a_row_chooses_the_query_that_step_through_opens(page: Page, 
     expect(page).to_have_url(re.compile(r"query=2"))
     expect(page.locator("#query-note .query-token")).to_have_text(tokens[2])
     # the chosen row is outlined (once the map is drawn again)
-    page.wait_for_function("() => JSON.stringify(document.getElementById('heatmap').layout.shapes.map((s) => [s.y0, s.y1])) === '[[1.5,2.5]]'")
+    wait_until(page, "() => JSON.stringify(document.getElementById('heatmap').layout.shapes.map((s) => [s.y0, s.y1])) === '[[1.5,2.5]]'")
     link = page.locator("#steps-link")
     href = link.get_attribute("href") or ""
     assert parse_qs(urlsplit(href).query) == {"text": [SENTENCE], "layer": ["3"], "head": ["4"], "query": ["2"]}

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
+from .helpers import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = "the cat sat on a mat and then the dog ran to it".split()
 COMPACT = 7.7e-6  # the compact u16 maps' error bound (README)
@@ -157,7 +159,7 @@ def test_a_shared_scale_and_a_gamma_are_used_and_stated(page: Page, api, n_token
     expect(page).to_have_url(re.compile(r"scale=shared"))
     expect(page.locator("#scale-legend")).to_contain_text("one scale shared by all heads")
     every = all_heads(api, text)
-    page.wait_for_function("(own) => document.getElementById('heatmap').data[0].zmax !== own", arg=own)
+    wait_until(page, "(own) => document.getElementById('heatmap').data[0].zmax !== own", arg=own)
     shared = page.evaluate("() => document.getElementById('heatmap').data[0].zmax")
     assert abs(shared - every.max()) <= COMPACT
     assert shared > own  # the control: this head's maximum is not the largest of all heads
@@ -182,7 +184,7 @@ def test_focusing_a_token_highlights_its_row_and_column(page: Page, api, n_token
     page.locator(f"#tokens button.chip[data-index='{target}']").click()
     expect(page).to_have_url(re.compile(rf"focus={target}"))
     expect(page.locator(f"#tokens button.chip[data-index='{target}']")).to_have_attribute("aria-pressed", "true")
-    page.wait_for_function(
+    wait_until(page,
         """(i) => document.getElementById('heatmap').layout.shapes.filter((s) => s.type === 'rect')
                     .some((s) => s.x0 === i - 0.5 && s.x1 === i + 0.5)""",
         arg=target,
@@ -214,7 +216,7 @@ def test_zooming_into_512_tokens_labels_every_token_in_view(page: Page, api):
     overview_ticks = page.evaluate("() => document.getElementById('heatmap').layout.xaxis.tickvals.length")
     assert overview_ticks < 512  # thinned out when the whole input is in view
     page.evaluate("() => window.Plotly.relayout(document.getElementById('heatmap'), {'xaxis.range': [199.5, 239.5], 'yaxis.range': [239.5, 199.5]})")
-    page.wait_for_function("() => document.getElementById('heatmap').layout.xaxis.tickvals.length === 40")
+    wait_until(page, "() => document.getElementById('heatmap').layout.xaxis.tickvals.length === 40")
     ticks = page.evaluate("() => [document.getElementById('heatmap').layout.xaxis.tickvals, document.getElementById('heatmap').layout.yaxis.tickvals]")
     assert ticks == [list(range(200, 240)), list(range(200, 240))]
     shown = page.evaluate("() => Array.from(document.querySelectorAll('#heatmap .xtick text'), (t) => t.textContent)")

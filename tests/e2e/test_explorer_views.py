@@ -13,6 +13,8 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.test_explorer_analysis import COMPACT, drawn, link, post, text_of, url_query, wait_title
 
+from .helpers import wait_until
+
 PIECES = "The unbelievably tall giraffes were eating leaves."
 
 
@@ -37,7 +39,7 @@ def test_word_view_merges_pieces_and_hidden_specials_renormalise_rows(page: Page
 
     page.locator("#words-toggle").check()
     assert url_query(page)["words"] == ["1"]
-    page.wait_for_function("(n) => document.getElementById('heatmap').data[0].z.length === n", arg=len(groups))
+    wait_until(page, "(n) => document.getElementById('heatmap').data[0].z.length === n", arg=len(groups))
     # sum over a word's key pieces, mean over its query pieces
     expected = np.array([[weights[np.ix_(q, k)].sum(axis=1).mean() for k in groups] for q in groups])
     assert np.abs(drawn(page) - expected).max() <= 4 * COMPACT
@@ -50,7 +52,7 @@ def test_word_view_merges_pieces_and_hidden_specials_renormalise_rows(page: Page
     page.locator("#specials-toggle").check()
     assert url_query(page)["specials"] == ["hide"]
     kept = [i for i, token in enumerate(tokens) if not token["special"]]
-    page.wait_for_function("(n) => document.getElementById('heatmap').data[0].z.length === n", arg=len(kept))
+    wait_until(page, "(n) => document.getElementById('heatmap').data[0].z.length === n", arg=len(kept))
     block = weights[np.ix_(kept, kept)]
     assert np.abs(drawn(page) - block / block.sum(axis=1, keepdims=True)).max() <= 1e-4
     expect(page.locator("#heatmap .annotation-text")).to_contain_text("renormalised")
@@ -68,7 +70,7 @@ def test_hidden_specials_at_512_tokens(page: Page, api):
     text = text_of(512)
     page.goto(link(text, layer=5, head=11, specials="hide"))
     wait_title(page, "Layer 5 · Head 11")
-    page.wait_for_function("() => document.getElementById('heatmap').data[0].z.length === 510")
+    wait_until(page, "() => document.getElementById('heatmap').data[0].z.length === 510")
     weights = np.array(post(api, "/api/v1/attention", {"text": text, "layers": [5], "heads": [11]})["attention"][0][0])
     block = weights[1:-1, 1:-1]
     assert np.abs(drawn(page) - block / block.sum(axis=1, keepdims=True)).max() <= 1e-3
@@ -145,7 +147,7 @@ def test_the_head_view_shows_the_selected_layer(page: Page, api, n_tokens: int):
     view.locator(".head-view-queries .head-view-token[data-index='3']").click()
     expect(page).to_have_url(re.compile(r"focus=3(&|$)"))
     expect(page.locator("#tokens button.chip[data-index='3']")).to_have_attribute("aria-pressed", "true")
-    page.wait_for_function(
+    wait_until(page,
         "() => document.getElementById('heatmap').layout.shapes.some((s) => s.type === 'rect' && s.x0 === 2.5 && s.x1 === 3.5)"
     )
     # and a chip's focus reaches the head view

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import english_left, switch_to_chinese
+from .helpers import english_left, switch_to_chinese, wait_until
 
 SENTENCE = "The cat sat on the mat."
 CHINESE = "注意力机制让模型学会聚焦于最相关的部分。"
@@ -35,7 +35,7 @@ PAGES = {
 def wait_ready(page: Page, path: str) -> None:
     """Wait until the page has drawn what it fetches (so that its text is all there)."""
     if path.startswith("/?text"):
-        page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
+        wait_until(page, "() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     elif path.startswith(("/steps?", "/toy")):
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
         if "backward=1" in path:

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import english_left, switch_to_chinese
+from .helpers import english_left, switch_to_chinese, wait_until
 
 TRAINING = 120_000  # ms a short training may take on a slow machine (a wait, never an assertion)
 TERMINAL = {"done", "cancelled", "error"}
@@ -112,7 +112,7 @@ def test_stop_ends_a_long_training_early(page: Page, api):
     page.locator("#iris-train").click()
     expect(page.locator("#results")).to_have_attribute("data-run", "running")
     # Drawn while it trains: the curves have grown past epoch 0 and the maps left their uniform start.
-    page.wait_for_function(
+    wait_until(page,
         """() => document.getElementById('results').dataset.run === 'running'
                  && document.getElementById('plot-loss').data[0].y.length >= 2
                  && document.getElementById('plot-head-0').data[0].z.flat().some((w) => w !== 0.25)""",

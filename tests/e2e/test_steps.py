@@ -11,7 +11,17 @@ from playwright.sync_api import Page, expect
 
 from bench.common import TextMaker
 
-from .helpers import RECORD_STEPS, STEPS, drawn, english_left, max_abs_diff, show_step, stage, switch_to_chinese
+from .helpers import (
+    RECORD_STEPS,
+    STEPS,
+    drawn,
+    english_left,
+    max_abs_diff,
+    show_step,
+    stage,
+    switch_to_chinese,
+    wait_until,
+)
 
 SENTENCE = "The cat sat on the mat."
 XSS = "<img src=x onerror=alert(1)> <a href=http://example.com/x>link</a>"
@@ -237,7 +247,7 @@ def test_query_head_and_layer_choices_push_history(page: Page, api, browser_log)
     assert query(page)["head"] == ["7"]
 
     page.select_option("#layer-select", "4")
-    page.wait_for_function(
+    wait_until(page,
         "(want) => Math.abs(document.getElementById('plot-softmax').data[0].z[0][0] - want) < 1e-9",
         arg=other_layer["steps"]["softmax"][0][0][0],
     )
@@ -246,7 +256,7 @@ def test_query_head_and_layer_choices_push_history(page: Page, api, browser_log)
 
     page.go_back()  # layer 2, head 7
     expect(page.locator("#layer-select")).to_have_value("2")
-    page.wait_for_function(
+    wait_until(page,
         "(want) => Math.abs(document.getElementById('plot-softmax').data[0].z[0][0] - want) < 1e-9",
         arg=other_head["steps"]["softmax"][0][0][0],
     )

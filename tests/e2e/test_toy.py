@@ -10,7 +10,17 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import RECORD_STEPS, STEPS, drawn, english_left, max_abs_diff, show_step, stage, switch_to_chinese
+from .helpers import (
+    RECORD_STEPS,
+    STEPS,
+    drawn,
+    english_left,
+    max_abs_diff,
+    show_step,
+    stage,
+    switch_to_chinese,
+    wait_until,
+)
 
 # The worked example of the course notes, written out (not fetched): d_model 4, 2 heads, identity weights.
 QUERIES = [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]]
@@ -57,7 +67,7 @@ def open_toy(page: Page) -> None:
 
 def wait_for_drawn(page: Page, key: str, matrix: list[list[float]]) -> None:
     """Wait until the figure drawn for `key` holds exactly `matrix`."""
-    page.wait_for_function(
+    wait_until(page,
         """([key, want]) => { const gd = document.querySelector(`[data-matrix="${key}"]`);
                              return !!gd && !!gd.data && JSON.stringify(gd.data[0].z) === JSON.stringify(want); }""",
         arg=[key, matrix],
@@ -65,7 +75,7 @@ def wait_for_drawn(page: Page, key: str, matrix: list[list[float]]) -> None:
 
 
 def wait_for_scores(page: Page, first_row: list[float]) -> None:
-    page.wait_for_function(
+    wait_until(page,
         """(want) => { const gd = document.getElementById('plot-scores');
                        return !!gd && !!gd.data && want.every((v, j) => Math.abs(gd.data[0].z[0][j] - v) < 1e-9); }""",
         arg=first_row,
@@ -327,7 +337,7 @@ def test_the_setup_lives_in_the_url_and_a_link_reopens_it(page: Page, api):
     expect(page.locator("#toy-causal")).to_be_checked()
     expect(page.locator("#query-select")).to_have_value("2")
     expect(page.locator("#head-select option")).to_have_count(1)
-    page.wait_for_function("() => document.getElementById('plot-scores').data[0].z[0].length === 4")
+    wait_until(page, "() => document.getElementById('plot-scores').data[0].z[0].length === 4")
     assert drawn(page, "scores") == expected["scores"][0]
     show_step(page, "weighted_sum")
     assert max_abs_diff(drawn(page, "ws-sum"), [expected["weighted_sum"][0][2]]) <= 1e-12  # query 2
@@ -351,7 +361,7 @@ def test_reset_and_rows_push_history_and_back_restores_the_setup(page: Page):
     page.go_back()
     expect(page.locator("#shape-keys")).to_have_text("5×4")
     expect(cell(page, "queries", 0, 0)).to_have_value("7")
-    page.wait_for_function("() => document.getElementById('plot-input-k').data[0].z.length === 5")
+    wait_until(page, "() => document.getElementById('plot-input-k').data[0].z.length === 5")
     page.go_back()
     expect(page.locator("#shape-keys")).to_have_text("4×4")
     expect(cell(page, "queries", 0, 0)).to_have_value("7")
@@ -370,7 +380,7 @@ def test_an_unreadable_link_falls_back_to_the_example_and_says_so(page: Page):
     expect(page.locator("#toy-causal")).to_be_checked()  # what could be read is kept
     expect(page.locator("#toy-error")).to_be_hidden()
     expect(page).to_have_url(re.compile(r"/toy\?causal=1$"))  # the unreadable parts leave the address
-    page.wait_for_function("() => document.getElementById('plot-input-q').data[0].z.length === 4")
+    wait_until(page, "() => document.getElementById('plot-input-q').data[0].z.length === 4")
     assert drawn(page, "input-q") == QUERIES
 
 
@@ -415,7 +425,7 @@ def test_rows_can_be_added_and_removed_for_cross_attention(page: Page, api):
     page.get_by_role("button", name="Remove the last query row").click()
     page.get_by_role("button", name="Add a key and value row").click()
 
-    page.wait_for_function("() => { const z = document.getElementById('plot-scores').data[0].z; return z.length === 3 && z[0].length === 5; }")
+    wait_until(page, "() => { const z = document.getElementById('plot-scores').data[0].z; return z.length === 3 && z[0].length === 5; }")
     assert drawn(page, "scores") == expected["scores"][0]
     expect(page.locator("#shape-queries")).to_have_text("3×4")
     expect(page.locator("#shape-keys")).to_have_text("5×4")
@@ -435,7 +445,7 @@ def test_causal_mask_hides_the_future(page: Page, api):
 
     page.locator("#toy-causal").check()
 
-    page.wait_for_function("() => document.getElementById('plot-mask').data[0].z[0][1] === null")
+    wait_until(page, "() => document.getElementById('plot-mask').data[0].z[0][1] === null")
     assert max_abs_diff(drawn(page, "mask"), expected["mask"][0]) <= 1e-12
     expect(page.locator("#stage-note")).to_have_text(re.compile("^Causal mask"))
     texts = cell_texts(page, "mask")

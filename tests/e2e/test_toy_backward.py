@@ -8,7 +8,7 @@ import json
 
 from playwright.sync_api import Page, expect
 
-from .helpers import drawn, english_left, max_abs_diff, stage, switch_to_chinese
+from .helpers import drawn, english_left, max_abs_diff, stage, switch_to_chinese, wait_until
 
 URL = "/api/v1/toy/backward"
 ORDER = ["output", "concat", "weighted_sum", "v", "softmax", "scores", "q", "k", "weights", "biases", "inputs"]
@@ -73,7 +73,7 @@ def test_the_head_selection_is_shared_with_the_forward(page: Page, api):
     body = open_backward(page)
     answer = gradients(api, body)
     page.locator("#head-select").select_option("1")
-    page.wait_for_function(
+    wait_until(page,
         "(want) => { const gd = document.querySelector('[data-matrix=\"grad-scores\"]');"
         " return gd && gd.data && JSON.stringify(gd.data[0].z) === JSON.stringify(want); }",
         arg=answer["gradients"]["scores"][1],
@@ -103,7 +103,7 @@ def test_hard_variant_says_the_scores_get_no_gradient(page: Page, api):
     expect(note).to_contain_text("no gradient")
     wait_drawn(page)
     answer = gradients(api, json.loads(sent.value.post_data))
-    page.wait_for_function(
+    wait_until(page,
         "() => { const gd = document.querySelector('[data-matrix=\"grad-scores\"]');"
         " return gd && gd.data && gd.data[0].z.every((row) => row.every((v) => v === 0)); }"
     )
@@ -147,7 +147,7 @@ def test_the_upstream_gradient_can_be_one_querys_row(page: Page, api):
     body = json.loads(sent.value.post_data)
     row = [[1 if i == 2 else 0 for _ in range(4)] for i in range(4)]  # ones on q2's output row
     assert body["upstream"] == row
-    page.wait_for_function(
+    wait_until(page,
         "(want) => { const gd = document.querySelector('[data-matrix=\"grad-output\"]');"
         " return gd && gd.data && JSON.stringify(gd.data[0].z) === JSON.stringify(want); }", arg=row,
     )

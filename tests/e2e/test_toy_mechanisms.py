@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import drawn, english_left, max_abs_diff, stage, switch_to_chinese
+from .helpers import drawn, english_left, max_abs_diff, stage, switch_to_chinese, wait_until
 from .test_toy import full_body, toy
 
 
@@ -25,7 +25,7 @@ def is_toy_post(request, **wanted) -> bool:
 
 def wait_for_matrix(page: Page, key: str, matrix: list[list[float]], tolerance: float = 1e-12) -> None:
     """Wait until the figure drawn for `key` holds `matrix` (hidden entries as null)."""
-    page.wait_for_function(
+    wait_until(page,
         """([key, want, tol]) => { const gd = document.querySelector(`[data-matrix="${key}"]`);
              if (!gd || !gd.data) return false; const z = gd.data[0].z;
              return z.length === want.length && want.every((row, i) => z[i].length === row.length

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from ..helpers import english_left
+from ..helpers import english_left, wait_until
 
 TEXT = "Hello world, attention is all you need."
 GPT2 = "tiny-gpt2"
@@ -161,7 +161,7 @@ def test_the_full_token_limit_and_a_position_beyond_the_input(page: Page, local_
 @pytest.mark.parametrize("model", ["tiny-bert", "minilm"])
 def test_no_panel_for_a_model_without_an_lm_head(page: Page, browser_log, model):
     page.goto(link(text="The cat sat on the mat.", model=model))
-    page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
+    wait_until(page, "() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     expect(page.locator("#results")).to_be_visible()
     expect(page.locator("#lens-panel")).to_be_hidden()
     assert browser_log.api_posts("/api/v1/lens") == 0
@@ -169,12 +169,12 @@ def test_no_panel_for_a_model_without_an_lm_head(page: Page, browser_log, model)
 
 def test_switching_models_shows_and_hides_the_panel(page: Page, local_api):
     page.goto(link(text=TEXT, model="tiny-bert"))
-    page.wait_for_function("() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
+    wait_until(page, "() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     expect(page.locator("#lens-panel")).to_be_hidden()
     page.goto(link(text=TEXT, model=GPT2))
     wait_lens(page, 8)
     page.goto(link(text=TEXT, model="tiny-bert"))
-    page.wait_for_function("() => document.getElementById('lens-panel').hidden")
+    wait_until(page, "() => document.getElementById('lens-panel').hidden")
 
 
 def test_token_text_is_text_never_markup(page: Page):
