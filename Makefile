@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -qq
 
-.PHONY: run lint chromium test test-fast test-explore test-js coverage bench clean
+.PHONY: run lint chromium test test-fast test-explore test-js coverage golden bench clean
 
 # The browser tests drive Debian's Chromium; `make test` installs it when it is missing (as root), or says how.
 CHROMIUM := /usr/bin/chromium
@@ -62,6 +62,11 @@ test-js:
 # Every property test with many more examples and a fresh seed; failures print the seed to replay.
 test-explore: $(VENV)/.test
 	$(PYTEST) --hypothesis-profile=explore -m hypothesis tests
+
+# Records the API answers tests/api/test_golden.py holds the code to (tests/golden/__init__.py): only for a
+# change meant to change answers.
+golden: $(VENV)/.test
+	rm -rf .golden-checkpoints && $(VENV)/bin/python -m tests.golden .golden-checkpoints && rm -rf .golden-checkpoints
 
 # Line coverage of app/, model/ and attnscope/ by the whole suite (in-process code only: the servers the
 # service and browser tests start are separate processes).
