@@ -24,6 +24,7 @@ TEXTS = ("The cat sat on the mat because it was warm.", "注意力让模型看�
 LOCAL = ("tiny-bert", "tiny-roberta", "tiny-distilbert", "tiny-electra", "tiny-gpt2")
 VARIANTS = ("scaled_dot", "dot", "additive", "hard", "sample", "gumbel")
 TOY_POSITIONS = ("sinusoidal", "rope", "alibi")
+EDIT = {"layer": 0, "heads": [0], "hidden_keys": [1], "temperature": 2.0}
 
 
 def requests() -> list[tuple[str, str, str, dict[str, Any]]]:
@@ -40,8 +41,7 @@ def requests() -> list[tuple[str, str, str, dict[str, Any]]]:
             (f"mean {model}", "POST", "/api/v1/aggregate", {"text": text, "model": model, "kind": "mean"}),
             (f"rollout {model}", "POST", "/api/v1/aggregate", {"text": text, "model": model, "kind": "rollout"}),
             (f"contributions {model}", "POST", "/api/v1/contributions", {"text": text, "model": model}),
-            (f"edit {model}", "POST", "/api/v1/attention",
-             {"text": text, "model": model, "edit": {"layer": 0, "heads": [0], "hidden_keys": [1], "temperature": 2.0}}),
+            (f"edit {model}", "POST", "/api/v1/attention", {"text": text, "model": model, "edit": EDIT}),
             (f"positions {model}", "GET", "/api/v1/positions", {"kind": "learned", "model": model, "length": 8}),
             (f"cost {model}", "GET", "/api/v1/cost", {"model": model, "seq_len": 32}),
         ]
