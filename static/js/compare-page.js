@@ -3,9 +3,9 @@
 // difference A − B is drawn on a diverging scale beside A and B; otherwise A and B side by side,
 // with one layer and head picker for both and a sentence saying why no difference is drawn.
 // Word view (figures/words.js) and hidden special tokens apply to both; every figure exports as
-// PNG, SVG, JSON and CSV (views/export.js). For a model that takes one text (`pairs: false`) the
-// second-segment fields are disabled and a note says so: a segment from the URL stays in its field and
-// in the URL, and is never sent.
+// PNG, SVG, JSON and CSV (views/export.js). The form is page.js's createRunForm with two texts: for a
+// model that takes one text (`pairs: false`) the second-segment fields are disabled and a note says so; a
+// segment from the URL stays in its field and in the URL, and is never sent.
 // State in the URL: /compare?a=…&a_pair=…&b=…&b_pair=…&model=…&layer=…&head=…&words=1&specials=hide (as the explorer)
 import { getAttentionCompact } from './api.js';
 import { toRows } from './compact.js';
@@ -13,22 +13,14 @@ import { difference, differenceFigure, sentenceFigure } from './figures/compare.
 import { matrixMax } from './figures/colormap.js';
 import { hideSpecial, mergeWords, wordMatrix } from './figures/words.js';
 import {
-  $, createPage, createStatus, fillModels, fillSelect, indexParam, latestWins, linkTo, loadModels, Lru, modelOf, modelTitle,
-  range, setTitle, t,
+  $, createPage, createRunForm, createStatus, fillSelect, indexParam, latestWins, linkTo, loadModels, Lru, modelOf, range,
+  setTitle, t, takesOneText,
 } from './page.js';
 import { attnscopeVersion, exportFigure, exportNumbers } from './views/export.js';
 import { downloadName, renderFigure } from './views/plot.js';
 import { loadPlotly } from './views/plotly-loader.js';
 
 const els = {
-  form: $('compare-form'),
-  a: $('compare-a'),
-  aPair: $('compare-a-pair'),
-  b: $('compare-b'),
-  bPair: $('compare-b-pair'),
-  pairNote: $('compare-pair-note'),
-  pairDrop: $('compare-pair-drop'),
-  model: $('model-select'),
   intro: $('intro'),
   results: $('results'),
   layer: $('layer-select'),
@@ -84,58 +76,31 @@ const status = createStatus();
 const guard = latestWins();
 const heads = new Lru(16); // sentence|layer|head -> {tokens, matrix rows}
 
-let wantedModel = null;
-loadModels().then(
-  (models) => {
-    fillModels(els.model, models, wantedModel);
-    showPairRule();
-  },
-  (error) => status.error(error),
-);
+let shown = null; // what is on screen, for the pickers, toggles and exports
 
-/** Whether the model takes one text (null: the server's default; unknown before the models are). */
-const singleText = (id) => modelOf(id)?.pairs === false;
+/** The two sentences' fields (templates/compare.html) in page.js's sentence form. */
+const FIELDS = {
+  form: 'compare-form', note: 'compare-pair-note', drop: 'compare-pair-drop',
+  texts: [
+    { text: 'compare-a', pair: 'compare-a-pair', keys: { text: 'a', pair: 'aPair' } },
+    { text: 'compare-b', pair: 'compare-b-pair', keys: { text: 'b', pair: 'bPair' } },
+  ],
+  words: { placeholder: 'compare.pair.placeholder', single: 'followups.compare.single', held: 'followups.compare.held' },
+};
+// A new pair of sentences from the form, at the layer, head and view on screen.
+const form = createRunForm({
+  status,
+  fields: FIELDS,
+  onSubmit: (input) => page.navigate({ ...(shown ? shown.state : page.state()), ...input }),
+});
 
 /** The second segment a sentence sends: none for a model that takes one text. */
-const sentPair = (state, side) => (singleText(state.model) ? null : state[PAIR[side]]);
-
-/** The pair fields and their note for the chosen model (as the sentence form of / and /steps). */
-function showPairRule() {
-  const id = els.model.value || wantedModel;
-  const model = modelOf(id);
-  const single = singleText(id);
-  for (const field of [els.aPair, els.bPair]) {
-    field.disabled = single;
-    field.placeholder = t(single ? 'models.pair.placeholder' : 'compare.pair.placeholder');
-    field.closest('.field').classList.toggle('is-disabled', single);
-    if (single) field.setAttribute('aria-describedby', 'compare-pair-note');
-    else field.removeAttribute('aria-describedby');
-  }
-  const held = single && (els.aPair.value.trim() !== '' || els.bPair.value.trim() !== '');
-  els.pairNote.hidden = !single;
-  els.pairDrop.hidden = !held;
-  if (single) {
-    els.pairNote.querySelector('.pair-note-text').textContent = t(held ? 'followups.compare.held' : 'followups.compare.single', {
-      model: model.id,
-    });
-  }
-  els.model.title = model ? modelTitle(model) : '';
-}
+const sentPair = (state, side) => (takesOneText(state.model) ? null : state[PAIR[side]]);
 
 function writeForm(state) {
-  els.a.value = state.a ?? '';
-  els.aPair.value = state.aPair ?? '';
-  els.b.value = state.b ?? '';
-  els.bPair.value = state.bPair ?? '';
+  form.write(state);
   els.words.checked = state.words;
   els.special.checked = state.hide;
-  wantedModel = state.model;
-  if (state.model !== null && Array.from(els.model.options).some((o) => o.value === state.model)) {
-    els.model.value = state.model;
-  } else if (state.model === null && modelOf(null)) {
-    els.model.value = modelOf(null).id;
-  }
-  showPairRule();
 }
 
 function fetchHead(text, pair, model, layer, head) {
@@ -176,8 +141,6 @@ function misalignment(unitsA, unitsB) {
   return index < 0 ? null : { kind: 'layout', index };
 }
 
-let shown = null; // what is on screen, for the pickers, toggles and exports
-
 async function render(state) {
   const ticket = guard.begin();
   delete els.results.dataset.drawn; // set again once this state is on screen
@@ -194,8 +157,8 @@ async function render(state) {
   status.info();
   let answers;
   try {
-    const models = await loadModels();
-    const model = models.find((m) => m.id === state.model) || models.find((m) => m.default) || models[0];
+    await loadModels();
+    const model = modelOf(state.model) ?? modelOf(null); // an unknown id: the default's sizes (the server says no)
     const fixed = {
       ...state,
       layer: state.layer < model.n_layers ? state.layer : 0,
@@ -348,40 +311,11 @@ els.maps.addEventListener('click', async (event) => {
 
 // ---- controls ----
 
-function readForm() {
-  return {
-    a: els.a.value,
-    aPair: orNull(els.aPair.value),
-    b: els.b.value,
-    bPair: orNull(els.bPair.value),
-    model: els.model.value || null,
-  };
-}
-
-/** A new pair of sentences from the form, at the layer, head and view on screen. */
-function submit() {
-  page.navigate({ ...(shown ? shown.state : page.state()), ...readForm() });
-}
-
 /** A change of layer, head or view, applied to what is on screen. */
 function choose(change) {
   if (shown) page.navigate({ ...shown.state, ...change });
 }
 
-els.form.addEventListener('submit', (event) => {
-  event.preventDefault();
-  submit();
-});
-els.model.addEventListener('change', () => {
-  showPairRule();
-  if (els.a.value.trim() || els.b.value.trim()) submit();
-});
-els.pairDrop.addEventListener('click', () => {
-  els.aPair.value = '';
-  els.bPair.value = '';
-  showPairRule();
-  if (els.a.value.trim() || els.b.value.trim()) submit();
-});
 els.layer.addEventListener('change', () => choose({ layer: Number(els.layer.value) }));
 els.head.addEventListener('change', () => choose({ head: Number(els.head.value) }));
 els.words.addEventListener('change', () => choose({ words: els.words.checked }));

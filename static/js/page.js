@@ -168,6 +168,9 @@ export function modelOf(id) {
   return modelList.find((m) => m.id === id) || null;
 }
 
+/** Whether the model `id` names (null: the server's default) takes one text; false while the models are unknown. */
+export const takesOneText = (id) => modelOf(id)?.pairs === false;
+
 /**
  * A state whose second segment follows its model: a model that takes one text (`pairs: false`)
  * gets `pair: null`, the segment kept as `heldPair` (in the URL, never sent); any other model gets
@@ -176,19 +179,13 @@ export function modelOf(id) {
 export function withModelRules(state) {
   if (!state || typeof state !== 'object' || !('pair' in state)) return state;
   const pair = state.pair ?? state.heldPair ?? null;
-  const model = modelOf(state.model ?? null);
-  if (model && model.pairs === false && pair !== null) return { ...state, pair: null, heldPair: pair };
+  if (takesOneText(state.model ?? null) && pair !== null) return { ...state, pair: null, heldPair: pair };
   return { ...state, pair, heldPair: null };
 }
 
 /** The state as its URL says it: a held pair is written as the pair. */
 function withPairShown(state) {
   return state && state.pair === null && state.heldPair ? { ...state, pair: state.heldPair } : state;
-}
-
-/** "tiny-gpt2 · causal": the picker's text for a model. */
-export function modelLabel(model) {
-  return model.causal ? t('models.option.causal', { id: model.id }) : t('models.option', { id: model.id });
 }
 
 /** What the picker's title says of a model: name, architecture, sizes, token limit, causal, one text. */
@@ -207,7 +204,7 @@ export function fillModels(select, models, selectedId) {
   select.replaceChildren(...models.map((model) => {
     const option = document.createElement('option');
     option.value = model.id;
-    option.textContent = modelLabel(model);
+    option.textContent = t(model.causal ? 'models.option.causal' : 'models.option', { id: model.id });
     option.title = modelTitle(model);
     if (model.causal) option.dataset.causal = 'true';
     return option;
@@ -291,59 +288,65 @@ export function setTitle(pageKey, text = null) {
   document.title = parts.join(' · ');
 }
 
-// ---- the sentence form (templates/_run_form.html) -------------------------------------------
+// ---- the sentence form (templates/_run_form.html, or a page's own: /compare) ----------------------------
+
+/** The form of / and /steps: ids, each text's state fields (`held`: a pair the model does not take), words. */
+const SENTENCE_FORM = {
+  form: 'run-form', note: 'pair-note', drop: 'pair-drop',
+  texts: [{ text: 'text-input', pair: 'pair-input', keys: { text: 'text', pair: 'pair', held: 'heldPair' } }],
+  words: { placeholder: 'form.pair.placeholder', single: 'models.pair.single', held: 'models.pair.held' },
+};
 
 /**
- * The form of text, optional second segment and model. `onSubmit({text, pair, heldPair, model})`
- * runs on Enter or Run (pair and model null when empty); changing the model keeps the text and the
- * pair and re-runs a non-blank text. For a model that takes one text the pair field is disabled and
- * a note says so: a pair it holds comes as `heldPair` (kept in the URL, not sent), `pair` is null.
- * @param {{onSubmit: (input: {text: string, pair: string|null, heldPair: string|null, model: string|null}) => void,
- *   status: ReturnType<typeof createStatus>}} options
+ * The form of texts, each with an optional second segment, and model. `onSubmit(input)` runs on Enter or Run
+ * (a blank pair and no model are null); a new model keeps the fields and re-runs if a text is not blank. For a
+ * model that takes one text the pair fields are disabled and a note says so. The sentence form gives
+ * {text, pair, heldPair, model}: such a model's pair comes as `heldPair` (kept in the URL, not sent), `pair`
+ * null; a form without `held` fields (/compare) gives its pairs as typed and leaves the rule to the page.
+ * @param {{onSubmit: (input: object) => void, status: ReturnType<typeof createStatus>, fields?: typeof SENTENCE_FORM}} options
  */
-export function createRunForm({ onSubmit, status }) {
-  const form = $('run-form');
-  const text = $('text-input');
-  const pair = $('pair-input');
+export function createRunForm({ onSubmit, status, fields = SENTENCE_FORM }) {
+  const form = $(fields.form);
   const model = $('model-select');
-  const pairNote = $('pair-note');
-  const pairDrop = $('pair-drop');
+  const pairNote = $(fields.note);
+  const pairDrop = $(fields.drop);
+  const texts = fields.texts.map(({ text, pair, keys }) => ({ text: $(text), pair: $(pair), keys }));
   let wanted = null; // the model id the URL asks for, selected once the list arrives
   runFormOnPage = true;
   runFormModel = () => model.value || wanted;
 
-  const chosen = () => modelOf(model.value || wanted);
-
-  /** The pair field and its note for the chosen model. */
+  /** The pair fields and their note for the chosen model. */
   function showPairRule() {
-    const current = chosen();
+    const current = modelOf(model.value || wanted);
     const single = Boolean(current && current.pairs === false);
-    pair.disabled = single;
-    pair.placeholder = t(single ? 'models.pair.placeholder' : 'form.pair.placeholder');
-    pair.closest('.field').classList.toggle('is-disabled', single);
-    if (single) pair.setAttribute('aria-describedby', 'pair-note');
-    else pair.removeAttribute('aria-describedby');
-    const held = single && pair.value.trim() !== '';
+    for (const { pair } of texts) {
+      pair.disabled = single;
+      pair.placeholder = t(single ? 'models.pair.placeholder' : fields.words.placeholder);
+      pair.closest('.field').classList.toggle('is-disabled', single);
+      if (single) pair.setAttribute('aria-describedby', pairNote.id); else pair.removeAttribute('aria-describedby');
+    }
+    const held = single && texts.some(({ pair }) => pair.value.trim() !== '');
     pairNote.hidden = !single;
     pairDrop.hidden = !held;
-    if (single) {
-      pairNote.querySelector('.pair-note-text').textContent = t(held ? 'models.pair.held' : 'models.pair.single', {
-        model: current.id,
-      });
-    }
+    const note = held ? fields.words.held : fields.words.single;
+    if (single) pairNote.querySelector('.pair-note-text').textContent = t(note, { model: current.id });
     model.title = current ? modelTitle(current) : '';
   }
 
   const read = () => {
-    const typed = pair.value.trim() ? pair.value : null;
-    const current = chosen();
-    const single = Boolean(current && current.pairs === false);
-    return {
-      text: text.value,
-      pair: single ? null : typed,
-      heldPair: single ? typed : null,
-      model: model.value || null,
-    };
+    const single = takesOneText(model.value || wanted);
+    const input = {};
+    for (const { text, pair, keys } of texts) {
+      const typed = pair.value.trim() ? pair.value : null;
+      input[keys.text] = text.value;
+      input[keys.pair] = single && keys.held ? null : typed;
+      if (keys.held) input[keys.held] = single ? typed : null;
+    }
+    input.model = model.value || null;
+    return input;
+  };
+  const rerun = () => {
+    if (texts.some(({ text }) => text.value.trim())) onSubmit(read());
   };
 
   form.addEventListener('submit', (event) => {
@@ -352,34 +355,30 @@ export function createRunForm({ onSubmit, status }) {
   });
   model.addEventListener('change', () => {
     showPairRule();
-    if (text.value.trim()) form.requestSubmit();
+    rerun();
   });
   pairDrop.addEventListener('click', () => {
-    pair.value = '';
+    for (const { pair } of texts) pair.value = '';
     showPairRule();
-    if (text.value.trim()) form.requestSubmit();
+    rerun();
   });
-  loadModels().then(
-    (models) => {
-      fillModels(model, models, wanted);
-      showPairRule();
-    },
-    (error) => status.error(error),
-  );
+  loadModels().then((models) => {
+    fillModels(model, models, wanted);
+    showPairRule();
+  }, (error) => status.error(error));
 
   return {
     read,
-    /** Show a state's text, pair (or held pair) and model in the form. */
+    /** Show a state's texts, pairs (or held pairs) and model in the form. */
     write(state) {
-      text.value = state.text ?? '';
-      pair.value = state.pair ?? state.heldPair ?? '';
-      wanted = state.model;
-      if (state.model !== null && Array.from(model.options).some((o) => o.value === state.model)) {
-        model.value = state.model;
-      } else if (state.model === null && modelList !== null) {
-        const fallback = modelOf(null);
-        if (fallback) model.value = fallback.id;
+      for (const { text, pair, keys } of texts) {
+        text.value = state[keys.text] ?? '';
+        pair.value = state[keys.pair] ?? (keys.held ? state[keys.held] : null) ?? '';
       }
+      wanted = state.model;
+      const fallback = state.model === null ? modelOf(null) : null; // the server's default, once known
+      if (fallback) model.value = fallback.id;
+      else if (Array.from(model.options).some((o) => o.value === state.model)) model.value = state.model;
       if (modelList !== null) showPairRule();
     },
   };
