@@ -57,10 +57,10 @@ class LoadResult:
         return [k for k, v in self.answers.items() if len(v) > 1 and "/healthz" not in k]
 
 
-async def _client(base: str, mix, deadline: float, result: LoadResult, seed: int) -> None:
+async def _client(base: str, mix, deadline: float, result: LoadResult, seed: int, at_least: int) -> None:
     rng = random.Random(seed)
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or result.requests < at_least:
             method, path, body = rng.choice(mix)
             t0 = time.perf_counter()
             try:
@@ -75,11 +75,12 @@ async def _client(base: str, mix, deadline: float, result: LoadResult, seed: int
             result.answers[f"{method} {path} {body}"].add(hashlib.sha256(r.content).hexdigest())
 
 
-async def _run(server: Server, clients: int, seconds: float, warmup: float) -> LoadResult:
+async def _run(server: Server, clients: int, seconds: float, warmup: float, at_least: int) -> LoadResult:
     result = LoadResult()
     mix = request_mix()
     start = time.monotonic()
-    tasks = [asyncio.create_task(_client(server.base, mix, start + seconds, result, seed)) for seed in range(clients)]
+    tasks = [asyncio.create_task(_client(server.base, mix, start + seconds, result, seed, at_least))
+             for seed in range(clients)]
     await asyncio.sleep(warmup)
     result.rss_warm = server.rss_mb()
     await asyncio.gather(*tasks)
@@ -87,8 +88,11 @@ async def _run(server: Server, clients: int, seconds: float, warmup: float) -> L
     return result
 
 
-def run_load(server: Server, clients: int = 32, seconds: float = 30, warmup: float | None = None) -> LoadResult:
-    coro = _run(server, clients, seconds, seconds * 0.25 if warmup is None else warmup)
+def run_load(server: Server, clients: int = 32, seconds: float = 30, warmup: float | None = None,
+             at_least: int = 0) -> LoadResult:
+    """`clients` concurrent clients for `seconds`, and on until `at_least` requests were answered in all:
+    a short run on a busy machine still sends enough requests for its checks to mean something."""
+    coro = _run(server, clients, seconds, seconds * 0.25 if warmup is None else warmup, at_least)
     with ThreadPoolExecutor(1) as own_loop:  # a thread of its own: the caller may be inside an event loop
         return own_loop.submit(asyncio.run, coro).result()
 
