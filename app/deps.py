@@ -12,23 +12,17 @@ from typing import Annotated, Generic, TypeVar, cast
 import anyio
 from fastapi import Body, Depends, Request
 
-from model.analysis import Edit
+from model.checkpoints.loaded import LoadedModel
+from model.checkpoints.registry import ModelSpec
+from model.checkpoints.tokenizer import Encoded
 from model.errors import PairNotSupported, checked_index, checked_indices
-from model.pretrained import PretrainedEncoder
-from model.registry import ModelSpec
-from model.tokenizer import Encoded
+from model.nets.edit import Edit
 
 from . import serialize
 from .hub import ModelHub
-from .schemas import (
-    AttentionRequest,
-    SummaryRequest,
-    TextRequest,
-    TokenInfo,
-    ToyRequest,
-    TraceRequest,
-    openapi_examples,
-)
+from .schemas.api import AttentionRequest, SummaryRequest, TraceRequest
+from .schemas.common import TextRequest, TokenInfo, openapi_examples
+from .schemas.toy import ToyRequest
 from .settings import Settings
 
 
@@ -60,7 +54,7 @@ class Resolved(Generic[R]):
 
     req: R
     spec: ModelSpec
-    model: PretrainedEncoder
+    model: LoadedModel
     encoded: Encoded
     layers: list[int]  # /trace: the one traced layer
     heads: list[int]

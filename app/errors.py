@@ -19,8 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from model.checkpoints.tokenizer import TooManyTokens
 from model.errors import Ctx, InputError, UnknownModel
-from model.tokenizer import TooManyTokens
 
 
 class AnswerTooLarge(Exception):

@@ -10,19 +10,20 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import torch
 
-from model.analysis import Edit
-from model.errors import UnknownModel
-from model.maps import AttentionMaps
-from model.pretrained import CheckpointError, PretrainedEncoder
-from model.registry import MODELS, ModelSpec, load_local
-from model.tokenizer import Encoded
+from model.checkpoints import LoadedModel, ModelSpec, load
+from model.checkpoints.registry import MODELS
+from model.checkpoints.tokenizer import Encoded
+from model.errors import CheckpointError, DeviceError, UnknownModel
+from model.maps import AttentionMaps, pick_heads, pool
+from model.nets.edit import Edit
 
 from .cache import ByteLRU
 from .errors import ClientGone
 from .memory import release_free_memory
-from .schemas import ModelInfo
+from .schemas.api import ModelInfo
 
 T = TypeVar("T")
 TRIM_AFTER_EVICTING = 16 * 1024 * 1024  # bytes of evicted maps after which free heap pages go back to the OS
@@ -137,9 +138,6 @@ class ModelHub:
         unknown = sorted(set(dirs) - set(MODELS))
         if unknown:
             raise StartupError(f"ATTNSCOPE_MODEL_DIRS names unknown models {unknown}; known: {', '.join(MODELS)}")
-        if device == "cuda" and not torch.cuda.is_available():
-            raise StartupError("ATTNSCOPE_DEVICE=cuda (--device cuda), but this torch has no CUDA device; "
-                               "use cpu")
         self._worker = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="attnscope-model", initializer=torch.set_num_threads,
             initargs=(torch_threads,),
@@ -149,22 +147,24 @@ class ModelHub:
         self._stats_lock = threading.Lock()
         self._housekeeper = Housekeeper(queued=lambda: self.stats["queued"])
 
-        def load_all() -> tuple[dict[str, ModelSpec], dict[str, PretrainedEncoder]]:
-            specs, loaded = dict(MODELS), {}
-            for mid, spec in MODELS.items():
-                loaded[mid] = PretrainedEncoder.from_dir(dirs.get(mid) or spec.locate()).to(device)
+        def load_all() -> dict[str, LoadedModel]:
+            loaded = {mid: load(mid, device, directory=dirs.get(mid)) for mid in MODELS}
             for path in model_paths:
-                spec, model = load_local(path, specs)
-                specs[spec.id], loaded[spec.id] = spec, model.to(device)
-            return specs, loaded
+                model = load(path, device, taken=loaded)
+                loaded[model.spec.id] = model
+            return loaded
 
         # Loaded on the worker thread too: when another thread's OpenMP team has touched the
         # weights first, every forward on the worker was measured 30% slower (9.0 vs 6.9 ms at 32 tokens).
         try:
-            self.specs, self.loaded = self.run(load_all)
+            self.loaded = self.run(load_all)
         except CheckpointError as exc:
             self.close()
             raise StartupError(f"{exc}; check ATTNSCOPE_MODEL_PATHS / --model") from exc
+        except DeviceError as exc:
+            self.close()
+            raise StartupError(f"ATTNSCOPE_DEVICE={device} (--device {device}): {exc}") from exc
+        self.specs = {mid: model.spec for mid, model in self.loaded.items()}
         if default_model not in self.loaded:
             self.close()
             raise StartupError(
@@ -198,7 +198,7 @@ class ModelHub:
         self._worker.shutdown(wait=True, cancel_futures=True)
         self._housekeeper.close()
 
-    def get(self, model_id: str | None) -> tuple[ModelSpec, PretrainedEncoder]:
+    def get(self, model_id: str | None) -> tuple[ModelSpec, LoadedModel]:
         """The model for an id from a request (None = default); UnknownModel names the ids that exist."""
         mid = self.default if model_id is None else model_id
         if mid not in self.loaded:
@@ -240,6 +240,22 @@ class ModelHub:
                 with self._stats_lock:
                     self.stats["dropped"] += 1
             raise
+
+    async def attention_blocks(self, model_id: str, encoded: Encoded, text: str, pair: str | None,
+                               layers: list[int], heads: list[int], compact: bool, edit: Edit | None = None,
+                               pooled_to: int | None = None) -> AsyncIterator[torch.Tensor]:
+        """attention_layers' blocks with only the chosen heads (in the order given), each pooled to at most
+        `pooled_to` rows and columns when given (model/maps.py pool)."""
+
+        def view(block: torch.Tensor) -> torch.Tensor:
+            chosen = pick_heads(block, heads)
+            return chosen if pooled_to is None else pool(chosen, pooled_to)
+
+        async for block in self.attention_layers(model_id, encoded, text, pair, layers, compact, edit):
+            if pooled_to is None and heads == list(range(block.shape[0])):
+                yield block  # every head in order: the block as the forward made it
+            else:
+                yield await anyio.to_thread.run_sync(view, block)  # a copy: off the event loop
 
     def _job_done(self, job: Future[Any]) -> None:
         with self._stats_lock:

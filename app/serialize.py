@@ -32,12 +32,24 @@ from fastapi import Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
-from model import iris
+from model.analysis import study
+from model.checkpoints.tokenizer import Token
+from model.lab import iris
 from model.maps import U16_SCALE
-from model.positions import PositionTable
-from model.tokenizer import Token
+from model.nets.positions import PositionTable
 
-from .schemas import TokenInfo
+from .schemas.analysis import (
+    AggregateResponse,
+    ContributionsResponse,
+    LensPrediction,
+    LensResponse,
+    MetricsResponse,
+    Threshold,
+)
+from .schemas.analysis import (
+    LensLayer as LensLayerInfo,
+)
+from .schemas.common import TokenInfo
 from .schemas.iris import (
     CancelledEvent,
     DoneEvent,
@@ -46,6 +58,7 @@ from .schemas.iris import (
     IrisTrace,
     PredictResponse,
 )
+from .schemas.toy import ToyBackwardResponse, ToyResponse
 
 
 def tokens(items: list[Token]) -> list[TokenInfo]:
@@ -89,13 +102,13 @@ def maps_json_response(response: type[BaseModel], fields: dict[str, Any],
                        blocks: AsyncIterable[torch.Tensor]) -> Response:
     """A maps answer (a response model whose last field is `attention`) as JSON, the maps straight from numpy.
 
-    Every field but `attention` is serialised by the response model itself (same keys, same order, same
-    forms); `attention`, the per-layer (heads, query, key) float32 tensors as one (layer, head, query,
+    Every field but `attention` is validated and serialised by the response model itself (same keys, same
+    order, same forms); `attention`, the per-layer (heads, query, key) float32 tensors as one (layer, head, query,
     key) array, is written by orjson from the float32 buffers: no Python float per weight, no pydantic
     pass over 10^6 numbers. Numbers as in the module docstring. The body streams one layer at a time,
     each written on a worker thread as soon as the forward has made it.
     """
-    head = orjson.dumps(response.model_construct(**fields, attention=[]).model_dump(mode="json"))
+    head = orjson.dumps(response.model_validate({**fields, "attention": []}).model_dump(mode="json"))
     if not head.endswith(b',"attention":[]}'):
         raise TypeError(f"{response.__name__}: `attention` must be its last field")
 
@@ -146,6 +159,92 @@ def u16_response(header: dict, shape: list[int], blocks: AsyncIterable[torch.Ten
 def json_response(body: BaseModel) -> Response:
     """Serialize a response model with pydantic's JSON encoder (no second validation pass)."""
     return Response(body.model_dump_json(), media_type="application/json")
+
+
+def toy_answer(result: dict[str, Any]) -> ToyResponse:
+    """POST /toy's answer from run_toy's."""
+    tensors = {name: steps(result[name]) if result[name] is not None else None for name in ("weights", "additive")}
+    soft = matrix(result["soft"]) if result["soft"] is not None else None
+    return ToyResponse(**{**result, **tensors, "soft": soft, "steps": steps(result["steps"])})
+
+
+def toy_backward_answer(result: dict[str, Any]) -> ToyBackwardResponse:
+    """POST /toy/backward's answer from run_toy_backward's."""
+    return ToyBackwardResponse(
+        forward=toy_answer(result["forward"]), gradients=tensors(result["gradients"]), check=result["check"],
+        flow=result["flow"], note=result["note"], upstream=matrix(result["upstream"]),
+        upstream_default=result["upstream_default"],
+    )
+
+
+def arrays_json(response: type[BaseModel], fields: dict[str, Any], arrays: dict[str, torch.Tensor]) -> Response:
+    """An analysis answer: `fields` (plain values and models) with float32 `arrays`, validated against
+    `response` and written by orjson, each array straight from its buffer (float32's shortest round-trip
+    decimals, as the /attention answer). Every field but the arrays is validated as it is sent; each
+    array is checked to be float32 and validated as an empty list of its type (its numbers are the
+    forward's, up to the JSON cap)."""
+    for name, t in arrays.items():
+        if t.dtype != torch.float32:
+            raise TypeError(f"{name}: analysis arrays are float32, not {t.dtype}")
+    plain = {k: v.model_dump() if isinstance(v, BaseModel) else
+             [x.model_dump() if isinstance(x, BaseModel) else x for x in v] if isinstance(v, list) else v
+             for k, v in fields.items()}
+    response.model_validate({**plain, **{name: [] for name in arrays}})
+    body = {**plain, **{name: np.ascontiguousarray(t.numpy()) for name, t in arrays.items()}}
+    return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
+
+
+def aggregate(r: Any, maps: torch.Tensor, kind: str, residual: float) -> Response:
+    """POST /aggregate's answer; `r` the resolved request (its spec and tokens)."""
+    return arrays_json(AggregateResponse, {"model": r.spec.id, "tokens": r.tokens, "kind": kind,
+                                           "residual": residual if kind == "rollout" else None,
+                                           "layers": list(range(maps.shape[0]))}, {"maps": maps})
+
+
+def short_float(x: float) -> float:
+    """The Python float of a float32 number's shortest round-trip decimal (0.1f becomes 0.1, not
+    0.10000000149011612): written to JSON it reads as orjson writes a float32 array."""
+    return float(str(np.float32(x)))
+
+
+def float32_numbers(t: torch.Tensor) -> list:
+    """A float32 tensor as nested lists of short_float numbers. For small answers only (one Python float
+    per number)."""
+    if t.dtype != torch.float32:
+        raise TypeError(f"float32_numbers takes float32, not {t.dtype}")
+
+    def nested(values: Any) -> Any:
+        return [nested(v) for v in values] if isinstance(values, list) else short_float(values)
+
+    return list(nested(t.tolist()))
+
+
+def head_metrics(r: Any, answer: study.HeadMetrics) -> Response:
+    layers, heads = answer.metrics["entropy"].shape
+    body = MetricsResponse(
+        model=r.spec.id, tokens=r.tokens, n_layers=layers, n_heads=heads,
+        metrics={name: float32_numbers(values) for name, values in answer.metrics.items()},
+        definitions=answer.definitions, labels=answer.labels,
+        thresholds={label: Threshold(metric=t.metric, at_least=t.at_least, rule=t.rule)
+                    for label, t in answer.thresholds.items()},
+        source=answer.source)
+    return json_response(body)
+
+
+def contributions(r: Any, answer: study.Contributions) -> Response:
+    return arrays_json(ContributionsResponse, {"model": r.spec.id, "tokens": r.tokens, "layers": r.layers,
+                                               "heads": r.heads},
+                       {"contributions": answer.per_head, "layer_sum": answer.layer_sum})
+
+
+def logit_lens(r: Any, position: int, top_k: int, layers: list[study.LensLayer]) -> Response:
+    body = LensResponse(model=r.spec.id, tokens=r.tokens, position=position, top_k=top_k, layers=[
+        LensLayerInfo(layer=layer.layer, predictions=[
+            LensPrediction(id=p.id, token=p.token, display=p.display, probability=short_float(p.probability),
+                           logit=short_float(p.logit))
+            for p in layer.predictions])
+        for layer in layers])
+    return json_response(body)
 
 
 def iris_event(report: iris.Report) -> tuple[str, str]:

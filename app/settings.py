@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from model.registry import DEFAULT_MODEL
+from model.checkpoints.registry import DEFAULT_MODEL
 
 from .middleware import host_name
 

@@ -37,9 +37,8 @@
     weighted_sum, concat, output), `head` given: that head's per-head steps without the head axis.
 """
 
-from model.errors import IndexOutOfRange, InputError, UnknownModel
-from model.pretrained import CheckpointError
-from model.tokenizer import Token, TooManyTokens
+from model.checkpoints.tokenizer import Token, TooManyTokens
+from model.errors import CheckpointError, IndexOutOfRange, InputError, UnknownModel
 
 from .api import Attention, ItemError, Model, ModelInfo, load
 

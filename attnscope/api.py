@@ -9,15 +9,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model import batch as batching
+from model.checkpoints import LoadedModel
+from model.checkpoints import batch as batching
+from model.checkpoints import load as load_model
+from model.checkpoints.tokenizer import Encoded, Token
 from model.errors import InputError, checked_index, checked_indices
-from model.pretrained import PretrainedEncoder
-from model.registry import ModelSpec, open_model
 from model.steps import STEPS
-from model.tokenizer import Encoded, Token
 from model.trace import PER_HEAD_STEPS
-
-DEVICES = ("cpu", "cuda")
 
 # One input of a batch: a text, or a (text, pair) tuple for a model that takes pairs.
 Item = str | tuple[str, str | None]
@@ -61,7 +59,7 @@ class Attention:
     `maps` is float32 of shape (len(layers), len(heads), T, T): maps[i, j, q, k] is the weight that query
     token q gives key token k in head heads[j] of layer layers[i]; each row sums to 1 (for a causal model
     the entries above the diagonal are 0). `layers` and `heads` are the model's indices in the order asked
-    for. `tokens` are the T tokens (model.tokenizer.Token: `text` as the tokenizer spells it, `display`
+    for. `tokens` are the T tokens (model.checkpoints.tokenizer.Token: `text` as the tokenizer spells it, `display`
     readable text, `start`/`end` code-point offsets into its segment's text or None for inserted tokens,
     `special`, `segment` 0 for text and 1 for pair, `unknown`), `ids` their vocabulary ids."""
 
@@ -89,9 +87,9 @@ class Attention:
 class Model:
     """A loaded model; make one with `attnscope.load`."""
 
-    def __init__(self, spec: ModelSpec, model: PretrainedEncoder) -> None:
-        self._spec = spec
+    def __init__(self, model: LoadedModel) -> None:
         self._model = model
+        spec = model.spec
         cfg = model.cfg
         self.info = ModelInfo(id=spec.id, name=spec.name, architecture=spec.architecture, layers=cfg.n_layers,
                               heads=cfg.n_heads, max_tokens=model.tokenizer.max_tokens, causal=spec.causal,
@@ -102,8 +100,8 @@ class Model:
         return f"<attnscope.Model {i.id}: {i.architecture}, {i.layers} layers x {i.heads} heads>"
 
     @property
-    def pretrained(self) -> PretrainedEncoder:
-        """The underlying model (model.pretrained.PretrainedEncoder): its `encoder`, `tokenizer` and `cfg`."""
+    def pretrained(self) -> LoadedModel:
+        """The underlying model (model.checkpoints.LoadedModel): its `net`, `tokenizer`, `spec` and `cfg`."""
         return self._model
 
     def encode(self, text: str, pair: str | None = None) -> Encoded:
@@ -169,7 +167,7 @@ class Model:
         """The attention maps of many inputs, `batch_size` to a forward, in the order of `texts`.
 
         An item is a text or a (text, pair) tuple. Inputs are sorted by length and each batch is padded to
-        its longest, the padding hidden from every query by a mask (model/batch.py): each answer equals
+        its longest, the padding hidden from every query by a mask (model/checkpoints/batch.py): each answer equals
         `attention` of that input alone up to float32 rounding (about 1e-6). `progress(done, total)` is called
         after each batch. Raises as `attention` does, and ItemError naming the first input it cannot take."""
         out: list[Attention | None] = [None] * len(texts)
@@ -208,22 +206,12 @@ class Model:
         return out
 
 
-def check_device(device: str) -> None:
-    """Refuses a device other than cpu and cuda, and cuda when this torch has none, saying what to use."""
-    if device not in DEVICES:
-        raise ValueError(f"device {device!r} is not supported; use one of {', '.join(DEVICES)}")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for, but torch.cuda.is_available() is False here "
-                         "(a CPU-only torch, or no GPU); use device 'cpu'")
-
-
 def load(name_or_path: str | Path = "minilm", device: str = "cpu") -> Model:
     """A model by id ("minilm", packaged with attnscope) or from a local Hugging Face checkpoint directory
     (BERT, RoBERTa, DistilBERT, ELECTRA or GPT-2: config.json, model.safetensors or pytorch_model.bin,
     tokenizer.json or the vocabulary files), on `device` ("cpu" or "cuda"). Nothing is downloaded.
 
     Raises UnknownModel (a LookupError naming the known ids) for a name that is neither, CheckpointError
-    (naming the file and the problem) for a directory it cannot load, ValueError for a device it cannot use."""
-    check_device(device)
-    spec, model = open_model(str(name_or_path), device)
-    return Model(spec, model)
+    (naming the file and the problem) for a directory it cannot load, DeviceError (a ValueError) for a
+    device it cannot use."""
+    return Model(load_model(name_or_path, device))

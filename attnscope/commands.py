@@ -1,6 +1,6 @@
 """`attnscope models` and `attnscope attention`: the command-line side of the Python API.
 
-app/cli.py adds these with `add_parsers(subparsers)` and runs `run(args)` for a command in COMMANDS.
+attnscope/cli.py adds these with `add_parsers(subparsers)` and runs `run(args)` for a command in COMMANDS.
 Every refusal is one line on stderr that says what to change, with exit code 2 (as argparse's own).
 """
 
@@ -16,13 +16,13 @@ from typing import BinaryIO, TextIO
 
 import orjson
 
-from model.errors import IndexOutOfRange, InputError, UnknownModel
-from model.pretrained import CheckpointError
-from model.registry import MODELS, local_id
-from model.tokenizer import Encoded, TooManyTokens
+from model.checkpoints import check_device
+from model.checkpoints.registry import MODELS, local_id
+from model.checkpoints.tokenizer import Encoded, TooManyTokens
+from model.errors import CheckpointError, DeviceError, IndexOutOfRange, InputError, UnknownModel
 
 from . import progress
-from .api import Attention, Model, ModelInfo, check_device, load
+from .api import Attention, Model, ModelInfo, load
 from .output import SUFFIXES, NpzWriter, atomic, json_bytes, json_item
 
 COMMANDS = ("models", "attention")
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO |
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """These commands on their own (app/cli.py's `attnscope` has them beside `serve`)."""
+    """These commands on their own (attnscope/cli.py's `attnscope` has them beside `serve`)."""
     parser = argparse.ArgumentParser(prog="attnscope")
     add_parsers(parser.add_subparsers(dest="command", required=True))
     return run(parser.parse_args(argv))
@@ -128,7 +128,7 @@ def open_model(name_or_path: str, device: str = "cpu") -> Model:
         name_or_path = str(served[name_or_path])
     try:
         check_device(device)
-    except ValueError:
+    except DeviceError:
         raise Refused(f"--device {device}: torch.cuda.is_available() is False here (a CPU-only torch, or no GPU); "
                       "use --device cpu") from None
     looks_like_path = any(c in name_or_path for c in "/\\~") or name_or_path.startswith(".")

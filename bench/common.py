@@ -61,8 +61,8 @@ class TextMaker:
     ones it returned before (checked)."""
 
     def __init__(self, seed: int = 0, vocabulary: bool = False) -> None:
-        from model.pretrained import minilm_dir
-        from model.tokenizer import Tokenizer
+        from model.checkpoints.registry import minilm_dir
+        from model.checkpoints.tokenizer import Tokenizer
 
         self.tokenizer = Tokenizer(minilm_dir() / "tokenizer.json", max_tokens=10_000)
         if vocabulary:  # a whole word of the vocabulary is one WordPiece token; text() checks the count
@@ -96,7 +96,7 @@ class Server:
     def spawn(self) -> subprocess.Popen:
         self.log = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would stall the server
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "attnscope.cli", "serve", "--port", str(self.port)],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         return self.proc
@@ -190,7 +190,7 @@ def load_hf():
     import torch
     import transformers
 
-    from model.pretrained import minilm_dir
+    from model.checkpoints.registry import minilm_dir
 
     torch.set_num_threads(THREADS)
     transformers.logging.set_verbosity_error()

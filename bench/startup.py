@@ -11,7 +11,7 @@ from bench.common import ROOT, Server, median, print_table, verdict
 
 RUNS = 3
 HF_LOAD = (
-    "import transformers; from model.pretrained import minilm_dir; d = str(minilm_dir()); "
+    "import transformers; from model.checkpoints.registry import minilm_dir; d = str(minilm_dir()); "
     "transformers.AutoTokenizer.from_pretrained(d); "
     "transformers.BertModel.from_pretrained(d, attn_implementation='eager')"
 )

@@ -109,7 +109,7 @@ class WorkersServer(Server):
     def spawn(self) -> subprocess.Popen:
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port), "--workers", str(self.workers)],
+            [sys.executable, "-m", "attnscope.cli", "serve", "--port", str(self.port), "--workers", str(self.workers)],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         return self.proc

@@ -146,7 +146,7 @@ def checked_index(index: int, count: int, what: str, field: str) -> int:
     return index
 
 
-# The Iris transformer's rules (model/iris.py): error type -> (the ctx keys its error carries, what breaks it).
+# The Iris transformer's rules (model/lab/iris.py): error type -> (the ctx keys its error carries, what breaks it).
 IRIS_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "iris_setting": (("min", "max"), "a training setting outside its range (the field is in loc)"),
     "iris_optimizer": (("optimizer",), "an optimizer other than sgd and adam"),
@@ -162,3 +162,11 @@ class IrisInputError(RuleError):
     """
 
     rules = IRIS_RULES
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, incomplete or corrupt; the message names the file."""
+
+
+class DeviceError(ValueError):
+    """A device the models cannot run on here; the message says which to use."""

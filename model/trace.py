@@ -7,7 +7,7 @@ from functools import partial
 
 import torch
 
-from .steps import STEPS
+from model.steps import STEPS
 
 # What one step records: a tensor, or for `project`/`split` a dict q/k/v -> tensor.
 StepValue = torch.Tensor | dict[str, torch.Tensor]

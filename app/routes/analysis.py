@@ -2,29 +2,22 @@
 logit lens.
 
 Each route runs a forward of its own on the model worker (hub.run), with only the steps it needs
-traced, and computes its analysis there (model/analysis.py); the JSON caps are checked before.
+traced, and computes its analysis there (model/analysis/study.py); the JSON caps are checked before.
 
 No `from __future__ import annotations`: FastAPI reads the dependencies' annotations at run time (as in
 app/deps.py).
 """
 
-from typing import Annotated, Any
+from typing import Annotated
 
-import numpy as np
-import orjson
-import torch
 from fastapi import APIRouter, Body, Depends, Response
 
-from model import analysis, lens
-from model.decoder import Decoder
-from model.pretrained import PretrainedEncoder
-from model.tokenizer import Encoded
-from model.trace import Trace
+from model.analysis import heads, lens, study
 
+from .. import serialize
 from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolve, resolved
 from ..errors import refuse_over_cap
 from ..hub import ModelHub
-from ..schemas import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
 from ..schemas.analysis import (
     AggregateRequest,
     AggregateResponse,
@@ -35,6 +28,7 @@ from ..schemas.analysis import (
     MetricsRequest,
     MetricsResponse,
 )
+from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
 from .api import MODEL_RULES
 
 router = APIRouter(
@@ -57,26 +51,7 @@ MetricsInput = Annotated[Resolved[MetricsRequest], Depends(resolved(MetricsReque
 ContributionsInput = Annotated[Resolved[ContributionsRequest], Depends(resolved(ContributionsRequest))]
 
 
-def _json(fields: dict[str, Any]) -> Response:
-    """Fields with float32 arrays as JSON, the arrays written by orjson from their buffers (float32's
-    shortest round-trip decimals, as the /attention answer; NaN and ±inf would print as null)."""
-    return Response(orjson.dumps(fields, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
-
-
-def _array(t: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(t.numpy())
-
-
-def _common(r: Resolved[Any]) -> dict[str, Any]:
-    return {"model": r.spec.id, "tokens": [t.model_dump() for t in r.tokens]}
-
-
 # ---- /aggregate ----
-
-def _aggregate(model: PretrainedEncoder, encoded: Encoded, kind: str, residual: float) -> torch.Tensor:
-    maps = model.attention_maps(encoded).per_layer
-    return analysis.rollout(maps, residual) if kind == "rollout" else analysis.mean_over_heads(maps)
-
 
 @router.post(
     "/aggregate",
@@ -96,23 +71,11 @@ def aggregate(r: AggregateInput, hub: Hub, settings: SettingsDep, gone: ClientLe
     cfg, n = r.model.cfg, len(r.encoded)
     refuse_over_cap(cfg.n_layers * n * n, settings.max_json_values, f"{cfg.n_layers} layers x {n}x{n}",
                     "send a shorter text")
-    maps = hub.run(_aggregate, r.model, r.encoded, r.req.kind, r.req.residual, gone=gone)
-    return _json({**_common(r), "kind": r.req.kind, "residual": r.req.residual if r.req.kind == "rollout" else None,
-                  "layers": list(range(cfg.n_layers)), "maps": _array(maps)})
+    maps = hub.run(study.aggregate, r.model, r.encoded, r.req.kind, r.req.residual, gone=gone)
+    return serialize.aggregate(r, maps, r.req.kind, r.req.residual)
 
 
 # ---- /metrics ----
-
-def _metrics(model: PretrainedEncoder, encoded: Encoded) -> dict[str, torch.Tensor]:
-    return analysis.head_metrics(model.attention_maps(encoded).per_layer, analysis.token_kinds(encoded.tokens))
-
-
-def _rule(label: str, metric: str, value: float) -> str:
-    if metric == "entropy":
-        return (f"{label}: mean row entropy ≥ {analysis.BROAD_FRACTION:g} · ln N = {value:.4g} nats "
-                "(a uniform row has ln N)")
-    return f"{label}: {metric} ≥ {value:g} (at least that share of each row's attention, on average)"
-
 
 @router.post(
     "/metrics",
@@ -120,40 +83,17 @@ def _rule(label: str, metric: str, value: float) -> str:
     summary="Per head: entropy, distance, shares of attention to kinds of token, and labels",
     description=(
         "Runs the model on `text` (and `text_pair`) and measures every head of every layer ([layer][head]): "
-        + "; ".join(f"`{name}` {doc}" for name, doc in analysis.METRIC_DOCS.items())
+        + "; ".join(f"`{name}` {doc}" for name, doc in heads.METRIC_DOCS.items())
         + ". `labels` names the heads' types from stated thresholds (`thresholds`, in the style of Clark et "
         "al. 2019): `broad` (entropy ≥ 0.8·ln N), `previous`, `next`, `cls`, `sep`, `self` (that share ≥ 0.5)."
         + TEXT_RULES
     ),
 )
 def metrics(r: MetricsInput, hub: Hub, gone: ClientLeft) -> Response:
-    cfg, n = r.model.cfg, len(r.encoded)
-    values = hub.run(_metrics, r.model, r.encoded, gone=gone)
-    thresholds = {label: {"metric": metric, "at_least": value, "rule": _rule(label, metric, value)}
-                  for label, (metric, value) in analysis.label_thresholds(n).items()}
-    body = {**_common(r), "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
-            "metrics": {name: _array(v) for name, v in values.items()},
-            "definitions": dict(analysis.METRIC_DOCS), "labels": analysis.head_labels(values, n),
-            "thresholds": thresholds, "source": analysis.LABEL_SOURCE}
-    return _json(body)
+    return serialize.head_metrics(r, hub.run(study.head_metrics, r.model, r.encoded, gone=gone))
 
 
 # ---- /contributions ----
-
-def _contributions(model: PretrainedEncoder, encoded: Encoded, layers: list[int],
-                   heads: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    trace = Trace(layers=layers, steps=("split", "softmax"))
-    model.run(encoded, trace)
-    per_head, sums = [], []
-    for layer in layers:
-        split = trace[layer]["split"]
-        assert isinstance(split, dict)
-        w_o = model.encoder.block(layer).attention.output.weight.detach().T  # (H·Dv, D): x W_o
-        ph, total = analysis.contributions(trace.tensor(layer, "softmax")[0], split["v"][0], w_o, heads)
-        per_head.append(ph)
-        sums.append(total)
-    return torch.stack(per_head), torch.stack(sums)
-
 
 @router.post(
     "/contributions",
@@ -175,9 +115,7 @@ def contributions(r: ContributionsInput, hub: Hub, settings: SettingsDep, gone: 
     refuse_over_cap(len(r.layers) * (len(r.heads) + 1) * n * n, settings.max_json_values,
                     f"{len(r.layers)} layers x ({len(r.heads)} heads + the layer sum) x {n}x{n}",
                     "ask for fewer layers or heads")
-    per_head, sums = hub.run(_contributions, r.model, r.encoded, r.layers, r.heads, gone=gone)
-    return _json({**_common(r), "layers": r.layers, "heads": r.heads, "contributions": _array(per_head),
-                  "layer_sum": _array(sums)})
+    return serialize.contributions(r, hub.run(study.contributions, r.model, r.encoded, r.layers, r.heads, gone=gone))
 
 
 # ---- /lens ----
@@ -194,17 +132,12 @@ async def _lens_input(req: Annotated[LensRequest, Body(openapi_examples=openapi_
     if req.model is None and with_head:
         req = req.model_copy(update={"model": with_head[0]})
     spec, model = hub.get(req.model)
-    if not model.lm_head or not isinstance(model.encoder, Decoder):
+    if not model.lm_head:
         raise lens.NoLMHead(spec.id, with_head)
     return resolve(hub, req)
 
 
 LensInput = Annotated[Resolved[LensRequest], Depends(_lens_input)]
-
-
-def _lens(model: PretrainedEncoder, encoded: Encoded, position: int, top_k: int) -> list[lens.LensLayer]:
-    assert isinstance(model.encoder, Decoder)  # _lens_input admits models with an LM head: decoders
-    return lens.logit_lens(model.encoder, encoded.ids, position, top_k)
 
 
 @router.post(
@@ -224,14 +157,5 @@ def _lens(model: PretrainedEncoder, encoded: Encoded, position: int, top_k: int)
 )
 def logit_lens(r: LensInput, hub: Hub, gone: ClientLeft) -> Response:
     position = lens.checked_position(r.req.position, len(r.encoded))
-    layers = hub.run(_lens, r.model, r.encoded, position, r.req.top_k, gone=gone)
-    answer = []
-    for layer in layers:
-        ids, probabilities, logits = _array(layer.ids), _array(layer.probabilities), _array(layer.logits)
-        predictions = []
-        for token_id, probability, logit in zip(ids, probabilities, logits, strict=True):
-            token, display = r.model.tokenizer.token_text(int(token_id))
-            predictions.append({"id": token_id, "token": token, "display": display, "probability": probability,
-                                "logit": logit})
-        answer.append({"layer": layer.layer, "predictions": predictions})
-    return _json({**_common(r), "position": position, "top_k": r.req.top_k, "layers": answer})
+    layers = hub.run(study.logit_lens, r.model, r.encoded, position, r.req.top_k, gone=gone)
+    return serialize.logit_lens(r, position, r.req.top_k, layers)

@@ -8,11 +8,11 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from model import iris
+from model.lab import iris
 
 from .. import serialize
 from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry
-from ..schemas import BODY_TOO_LARGE, INVALID_FIELD, NOT_UTF8, documented_error, openapi_examples
+from ..schemas.common import BODY_TOO_LARGE, INVALID_FIELD, NOT_UTF8, documented_error, openapi_examples
 from ..schemas.iris import (
     JOB_DOC,
     JOB_PATTERN,
@@ -83,6 +83,18 @@ def train(req: Annotated[TrainRequest, Body(openapi_examples=openapi_examples(Tr
     job = jobs.start(iris.TrainConfig(**req.model_dump()))
     return TrainAccepted(job=job.id, events=f"{router.prefix}/train/{job.id}/events")
 
+# One server-sent event as a client's parser reads it: its name, its id and its JSON data (a string).
+EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["event", "id", "data"],
+    "properties": {
+        "event": {"type": "string", "enum": ["epoch", "done", "cancelled", "error"]},
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's index in the job, from 0."},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "description": "JSON: the event's fields, as the route's description lists them per event."},
+    },
+}
+
 
 @router.get(
     "/train/{job}/events",
@@ -90,7 +102,7 @@ def train(req: Annotated[TrainRequest, Body(openapi_examples=openapi_examples(Tr
     summary="A training job's events, from the start",
     description=EVENTS_DOC,
     responses={
-        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": EVENTS_DOC},
+        200: {"content": {"text/event-stream": {"schema": EVENT_SCHEMA}}, "description": EVENTS_DOC},
         204: {"description": "Last-Event-ID was the job's last event and the job has finished: nothing more."},
         404: UNKNOWN_JOB,
     },

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from model.cost import COST_RULES, MAX_EXACT, QUANTITIES, cost, request_sizes
-from model.positions import (
+from model.lab.cost import COST_RULES, MAX_EXACT, QUANTITIES, cost, request_sizes
+from model.nets.positions import (
     MAX_D_MODEL,
     MAX_HEADS,
     MAX_LENGTH,
@@ -20,15 +20,8 @@ from model.positions import (
 from .. import serialize
 from ..deps import Hub, SettingsDep
 from ..errors import refuse_over_cap
-from ..schemas import (
-    UNKNOWN_MODEL,
-    PositionKind,
-    PositionsQuery,
-    PositionsResponse,
-    documented_error,
-    documented_rules,
-)
-from ..schemas.cost import CostQuery, CostResponse
+from ..schemas.common import UNKNOWN_MODEL, documented_error, documented_rules
+from ..schemas.lab import CostQuery, CostResponse, PositionKind, PositionsQuery, PositionsResponse
 
 DEFAULT_D_MODEL = 64  # the width of a sinusoidal or RoPE table when the query names none
 
@@ -74,11 +67,12 @@ router = APIRouter(
 def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: SettingsDep) -> Response:
     kind = query.kind.value
     spec, model = hub.get(query.model) if query.model is not None or kind == "learned" else (None, None)
-    d_model = query.d_model or (learned_size(model)[1] if model is not None and kind == "learned" else DEFAULT_D_MODEL)
+    learned_width = learned_size(model.net)[1] if model is not None and kind == "learned" else DEFAULT_D_MODEL
+    d_model = query.d_model or learned_width
     refuse_over_cap(position_numbers(kind, query.length, d_model, query.n_heads), settings.max_json_values,
                     f"{kind} at {query.length} positions", "ask for fewer positions, heads or dimensions")
-    if kind == "learned":
-        table = hub.run(position_table, kind, query.length, d_model, query.n_heads, model)
+    if model is not None and kind == "learned":
+        table = hub.run(position_table, kind, query.length, d_model, query.n_heads, model.net)
     else:
         table = position_table(kind, query.length, d_model, query.n_heads)
     body = PositionsResponse(

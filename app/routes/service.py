@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse
 
 from ..deps import Hub
-from ..schemas import Health, Jobs
+from ..schemas.service import Health, Jobs
 from ..settings import STATIC_DIR
 from ..templates import templates
 

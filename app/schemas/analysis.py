@@ -3,76 +3,13 @@ edit."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from model.analysis import MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
-from model.lens import DEFAULT_TOP_K, MAX_TOP_K
+from model.analysis.lens import DEFAULT_TOP_K, MAX_TOP_K
 
-from . import (
-    ChosenHeads,
-    ChosenLayers,
-    Index,
-    StrictRequest,
-    TextRequest,
-    TokenInfo,
-    _check_distinct,
-    examples,
-)
-
-MAX_HIDDEN_KEYS = 4096  # more than any model's token limit; the input's own length is checked on the server
-
-EditTemperature = Annotated[
-    float,
-    Field(ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE, allow_inf_nan=False,
-          description=f"Divides the chosen heads' scaled scores before the softmax: a finite number from "
-          f"{MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}; above 1 flattens their rows, below 1 sharpens them, 1 "
-          "keeps them."),
-]
-EditIndex = Annotated[int, Field(ge=0)]  # refused below 0 by the schema itself: Edit takes no negative index
-EditHeads = Annotated[
-    list[EditIndex], Field(min_length=1, json_schema_extra={"uniqueItems": True}), AfterValidator(_check_distinct)
-]
-EditKeys = Annotated[
-    list[EditIndex],
-    Field(max_length=MAX_HIDDEN_KEYS, json_schema_extra={"uniqueItems": True}),
-    AfterValidator(_check_distinct),
-]
-
-
-class AttentionEdit(StrictRequest):
-    """A what-if edit of one layer's heads, recomputing every later layer (the `edit` of /attention).
-
-    Rules: `layer` is below the model's `n_layers` and every entry of `heads` below its `n_heads`, else 422
-    `index_out_of_range` (`loc` ["body", "edit", "layer"] or ["body", "edit", "heads", i]); `heads` are
-    distinct, at least one, or null for every head; `temperature` is a finite number from 0.01 to 100
-    (default 1); `hidden_keys` are distinct token indices below the input's token count, else 422
-    `edit_hidden_key` (ctx {key, tokens}, `loc` ["body", "edit", "hidden_keys", i]); `ablate` is a boolean
-    (default false). The chosen heads' scaled scores are divided by the temperature, the hidden keys get
-    −inf for those heads (a row with every key hidden becomes zeros), and with `ablate` those heads'
-    weighted sums are zeroed (their weights are still computed and shown). Layers before `layer` are
-    unchanged; every later layer runs on the edited hidden state. Temperature 1, no hidden keys and no
-    ablation give exactly the unedited numbers.
-    """
-
-    model_config = ConfigDict(json_schema_extra=examples(
-        {"layer": 2, "heads": [5], "temperature": 3},
-        {"layer": 0, "heads": None, "hidden_keys": [0], "ablate": False},
-        {"layer": 4, "heads": [1, 7], "ablate": True},
-    ))
-
-    layer: EditIndex = Field(description="The layer to edit (0-based), below the model's n_layers.")
-    heads: EditHeads | None = Field(None, description="Distinct heads of that layer to edit; null means all.")
-    temperature: EditTemperature = 1.0
-    hidden_keys: EditKeys = Field(
-        default_factory=list, description="Distinct token indices hidden from every query of the chosen heads.")
-    ablate: bool = Field(False, description="Zero the chosen heads' weighted sums (their output).")
-
-    def to_edit(self) -> Edit:
-        """The model's Edit (model/analysis.py); its indices are checked against the model by the forward."""
-        return Edit(layer=self.layer, heads=None if self.heads is None else tuple(self.heads),
-                    temperature=float(self.temperature), hidden_keys=tuple(self.hidden_keys), ablate=self.ablate)
+from .common import ChosenHeads, ChosenLayers, Index, TextRequest, TokenInfo, examples
 
 
 class AggregateRequest(TextRequest):

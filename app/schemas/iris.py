@@ -6,9 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from model.iris import FEATURES, MAX_EPOCHS, MAX_FEATURE, MAX_LR, MAX_SEED, TEST_SIZE, TRAIN_SIZE
+from model.lab.iris import FEATURES, MAX_EPOCHS, MAX_FEATURE, MAX_LR, MAX_SEED, TEST_SIZE, TRAIN_SIZE
 
-from . import Matrix, Stack, StrictRequest, ToyResponse, examples
+from .common import Matrix, Stack, StrictRequest, examples
+from .toy import ToyResponse
 
 JOB_PATTERN = r"^[0-9a-f]{32}$"
 JOB_DOC = "A job id from POST /api/v1/iris/train: 32 lowercase hex digits."

@@ -1,6 +1,6 @@
 // The cost page (/cost): what one attention layer and a whole model cost in parameters, memory and
 // FLOPs, with every formula filled in, and memory against sequence length for standard attention
-// and FlashAttention. Every number comes from GET /api/v1/cost (model/cost.py holds the formulas).
+// and FlashAttention. Every number comes from GET /api/v1/cost (model/lab/cost.py holds the formulas).
 // State in the URL: /cost?d_model=…&n_heads=…&seq_len=…&batch=…&n_layers=…&bytes=…&bias=false
 import { ApiError, getCost } from './api.js';
 import {

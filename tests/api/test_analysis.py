@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from app.schemas.analysis import AttentionEdit
-from model.analysis import Edit
+from app.schemas.api import AttentionEdit
+from model.nets.edit import Edit
 
 from .test_compact import decode_u16
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from app.hub import StartupError
 from app.main import create_app
 from app.settings import Settings
-from model.pretrained import minilm_dir
+from model.checkpoints.registry import minilm_dir
 
 from .conftest import attention
 

@@ -106,9 +106,9 @@ def test_cache_never_mixes_texts_pairs_or_models(client):
     # Same text under another model id: a perturbed copy of the encoder must not be answered from the cache.
     model = hub.loaded["minilm"]
     other = copy.copy(model)
-    other.encoder = copy.deepcopy(model.encoder)
+    other.net = copy.deepcopy(model.net)
     with torch.no_grad():
-        other.encoder.blocks[0].attention.query.weight.mul_(1.5)
+        other.net.blocks[0].attention.query.weight.mul_(1.5)
     hub.loaded["other"] = other
     try:
         enc = model.tokenizer.encode("the first text")

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from app.errors import JobsBusy, UnknownJob
-from app.jobs import JobRegistry, _one_intra_op_thread
+from app.jobs import JobRegistry, one_intra_op_thread
 from bench.common import Server
-from model.iris import TrainConfig
+from model.lab.iris import TrainConfig
 
 UNKNOWN = "0123456789abcdef0123456789abcdef"
 
@@ -380,12 +380,12 @@ def test_job_threads_leave_the_process_torch_threads_alone():
 
 
 def test_a_job_thread_runs_torch_with_one_thread():
-    """What app/jobs.py does first on each job thread: one intra-op thread there, nowhere else."""
+    """What app/jobs/threads.py does first on each job thread: one intra-op thread there, nowhere else."""
     before = torch.get_num_threads()
     seen = []
 
     def job_thread():
-        seen.append(_one_intra_op_thread())
+        seen.append(one_intra_op_thread())
         seen.append(torch.get_num_threads())
 
     thread = threading.Thread(target=job_thread)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from app.schemas import AttentionResponse, SummaryResponse, TokenInfo, TraceResponse
-from model.pretrained import minilm_dir
+from app.schemas.api import AttentionResponse, SummaryResponse, TraceResponse
+from app.schemas.common import TokenInfo
+from model.checkpoints.registry import minilm_dir
 
 from .conftest import attention
 from .test_compact import decode_u16

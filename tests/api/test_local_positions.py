@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from model import positions
-from model.architectures import load_checkpoint
+from model.checkpoints import load
+from model.nets import positions
 from tests.checkpoints import KINDS
 
 WIDTH = {"bert": 32, "roberta": 32, "distilbert": 32, "electra": 16, "gpt2": 32}  # the tables' widths
@@ -62,26 +62,26 @@ TEXT = "Hello world, the cat sat on the mat. Where is the dog?"
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_learned_rows_are_the_ones_transformers_adds(checkpoint_dirs, kind):
-    model = load_checkpoint(checkpoint_dirs[kind])
+    model = load(checkpoint_dirs[kind])
     added = rows_added(checkpoint_dirs[kind], kind, TEXT)  # (T, E)
     assert len(model.tokenizer.encode(TEXT)) == added.shape[0]
-    ours = positions.learned(model, added.shape[0]).numpy()
+    ours = positions.learned(model.net, added.shape[0]).numpy()
     assert ours.shape == (added.shape[0], WIDTH[kind])
     assert np.array_equal(ours, added)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_whole_table_and_its_limit(checkpoint_dirs, kind):
-    model = load_checkpoint(checkpoint_dirs[kind])
+    model = load(checkpoint_dirs[kind])
     table = full_table(checkpoint_dirs[kind], kind)
     first = 2 if kind == "roberta" else 0  # pad_token_id 1: RoBERTa's first token takes row 2
-    assert positions.learned_size(model) == (ROWS[kind], WIDTH[kind])
+    assert positions.learned_size(model.net) == (ROWS[kind], WIDTH[kind])
     assert table.shape[0] - first == ROWS[kind]
-    assert np.array_equal(positions.learned(model, ROWS[kind]).numpy(), table[first:])
+    assert np.array_equal(positions.learned(model.net, ROWS[kind]).numpy(), table[first:])
     assert ROWS[kind] == model.tokenizer.max_tokens  # a row for every token the model takes
     with pytest.raises(ValueError, match=f"this model has {ROWS[kind]} learned positions"):
-        positions.learned(model, ROWS[kind] + 1)
-    answer = positions.position_table("learned", 5, WIDTH[kind], 1, model)
+        positions.learned(model.net, ROWS[kind] + 1)
+    answer = positions.position_table("learned", 5, WIDTH[kind], 1, model.net)
     assert answer.d_model == WIDTH[kind] and np.array_equal(answer.matrix.numpy(), table[first:first + 5])
 
 

@@ -12,7 +12,7 @@ from safetensors.numpy import load_file
 
 from app.main import create_app
 from app.settings import Settings
-from model import positions
+from model.nets import positions
 
 
 def get(client, **params):

@@ -71,8 +71,8 @@ def test_cors_allows_only_the_configured_origins():
 
 
 def test_binds_loopback_by_default_and_warns_for_all_interfaces(monkeypatch):
-    from app.cli import bind_warning
     from app.settings import Settings
+    from attnscope.cli import bind_warning
 
     monkeypatch.delenv("ATTNSCOPE_HOST", raising=False)
     assert Settings().host == "127.0.0.1"

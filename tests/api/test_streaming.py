@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 
 from app.hub import ModelHub
-from model.pretrained import PretrainedEncoder
+from model.checkpoints.loaded import LoadedModel
 
 TEXT = " ".join(f"word{i % 17} line{i % 5}" for i in range(100))  # 400 tokens
 
 
-class HeldAfterLayer0(PretrainedEncoder):
+class HeldAfterLayer0(LoadedModel):
     """The packaged model, whose forward waits after layer 0 until the test releases it."""
 
-    def __init__(self, model: PretrainedEncoder) -> None:
-        super().__init__(model.encoder, model.tokenizer)
+    def __init__(self, model: LoadedModel) -> None:
+        super().__init__(model.net, model.tokenizer, model.spec)
         self.layer0_sent = threading.Event()
         self.release = threading.Event()
 

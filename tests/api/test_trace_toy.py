@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from model.pretrained import minilm_dir
+from model.checkpoints.registry import minilm_dir
 from model.steps import STEPS
 
 from .conftest import attention
@@ -326,7 +326,7 @@ MODEL_LEVEL = [
 @pytest.mark.parametrize("kwargs, loc, type_, ctx", MODEL_LEVEL)
 def test_model_level_toy_rules_name_type_cell_and_numbers(kwargs, loc, type_, ctx):
     from model.errors import ToyShapeError
-    from model.toy import run_toy
+    from model.lab.toy import run_toy
 
     with pytest.raises(ToyShapeError) as err:
         run_toy(**kwargs)
@@ -423,9 +423,9 @@ def test_toy_widths_positions_and_straight_through_over_http(client):
 
 
 def test_toy_schema_states_the_variants_and_positions():
-    from app.schemas import ToyRequest
-    from model.toy import POSITIONS
-    from model.variants import VARIANTS
+    from app.schemas.toy import ToyRequest
+    from model.lab.toy import POSITIONS
+    from model.lab.variants import VARIANTS
 
     props = ToyRequest.model_json_schema()["properties"]
     assert tuple(props["variant"]["enum"]) == VARIANTS and tuple(props["positions"]["enum"]) == POSITIONS

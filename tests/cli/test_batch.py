@@ -1,5 +1,5 @@
-"""Batched forwards (model/batch.py): inputs of different lengths padded into one forward give each input the
-maps it gets alone, and transformers' maps of that input alone.
+"""Batched forwards (model/checkpoints/batch.py): inputs of different lengths padded into one forward give each
+input the maps it gets alone, and transformers' maps of that input alone.
 
 Measured on these checkpoints (2 layers x 4 heads, weights drawn large so that the maps are sharp): batched
 against one-at-a-time runs, max |difference| 1.4e-6 in float32 (the rounding of kernels that see other
@@ -14,9 +14,8 @@ import copy
 import pytest
 import torch
 
-from model import batch
-from model.architectures import load_checkpoint
-from model.tokenizer import Encoded, TooManyTokens
+from model.checkpoints import batch, load
+from model.checkpoints.tokenizer import Encoded, TooManyTokens
 
 from ..checkpoints import KINDS, SIZES
 from .conftest import hf_maps
@@ -49,7 +48,7 @@ def inputs(kind: str) -> list[tuple[str, str | None]]:
 @pytest.fixture(scope="module", params=KINDS)
 def case(request, checkpoint_dirs, references):
     kind = request.param
-    model = load_checkpoint(checkpoint_dirs[kind])
+    model = load(checkpoint_dirs[kind])
     longest = longest_input(model)
     texts = [*inputs(kind), (longest, None)]
     encodings = [model.tokenizer.encode(text, pair) for text, pair in texts]
@@ -72,7 +71,7 @@ def longest_input(model) -> str:
 
 
 def single(model, encoded: Encoded) -> torch.Tensor:
-    """The model's own one-input forward (PretrainedEncoder.attention_maps, as the server runs it)."""
+    """The model's own one-input forward (LoadedModel.attention_maps, as the server runs it)."""
     return torch.stack(model.attention_maps(encoded).per_layer)  # (L, H, T, T)
 
 
@@ -94,7 +93,7 @@ def test_batched_maps_equal_single_runs_in_float64(case):
     taken from the wrong place would show far above FLOAT64."""
     kind, model, texts, encodings, _ = case
     wide = copy.deepcopy(model)
-    wide.encoder.double()
+    wide.net.double()
     maps = batch.attention_maps(wide, encodings, batch_size=4)
     worst = max((got - single(wide, e)).abs().max().item() for e, got in zip(encodings, maps, strict=True))
     assert maps[0].dtype == torch.float64
@@ -139,7 +138,7 @@ def test_padding_is_on_the_right_with_the_pad_id(case):
 def test_padding_without_the_mask_changes_the_maps(checkpoint_dirs, kind):
     """Control: the same padded batch run without its key-padding mask gives the shorter inputs other maps,
     so the equality tests above can fail."""
-    model = load_checkpoint(checkpoint_dirs[kind])
+    model = load(checkpoint_dirs[kind])
     encodings = [model.tokenizer.encode(text, pair) for text, pair in ENCODER_INPUTS]
     padded = batch.pad(model, encodings)
     unmasked = batch.Padded(padded.ids, padded.segments, None, padded.lengths)
@@ -156,14 +155,14 @@ def test_padding_without_the_mask_changes_the_maps(checkpoint_dirs, kind):
 def test_left_padding_changes_gpt2s_maps(checkpoint_dirs):
     """Control for GPT-2, whose causal mask already hides padding on the right: padding on the left, even
     masked, moves every real token's position, and the maps change; batch.pad pads on the right."""
-    model = load_checkpoint(checkpoint_dirs["gpt2"])
+    model = load(checkpoint_dirs["gpt2"])
     short, long = (model.tokenizer.encode(DECODER_INPUTS[i][0]) for i in (1, 3))
     n, width = len(short), len(long)
     assert width > n
     ids = torch.tensor([[0] * (width - n) + short.ids, long.ids])
     padding = torch.tensor([[True] * (width - n) + [False] * n, [False] * width])
     trace = batch.Trace(steps=("softmax",))
-    model.encoder(ids, torch.zeros_like(ids), trace=trace, padding=padding)
+    model.net(ids, torch.zeros_like(ids), trace=trace, padding=padding)
     got = torch.stack([trace.tensor(i, "softmax")[0, :, width - n:, width - n:] for i in range(SIZES["layers"])])
     assert (got - single(model, short)).abs().max().item() > 1e-2
 
@@ -177,7 +176,7 @@ def test_batches_are_sorted_by_length():
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
 def test_no_padding_no_mask(checkpoint_dirs, kind):
     """A batch of equal lengths runs without a mask; a batch of one is exactly the forward of that input."""
-    model = load_checkpoint(checkpoint_dirs[kind])
+    model = load(checkpoint_dirs[kind])
     encoded = model.tokenizer.encode("The cat sat on the mat.")
     assert batch.pad(model, [encoded, encoded]).padding is None
     maps = batch.attention_maps(model, [encoded, encoded])

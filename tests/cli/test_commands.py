@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import attnscope
-from app import cli
+from attnscope import cli
 from attnscope.output import atomic
 
 from .conftest import hf_maps
@@ -39,7 +39,7 @@ SENTENCES = [
 def command() -> list[str]:
     """The `attnscope` entry point installed beside this interpreter (pip's console script)."""
     script = Path(sys.executable).parent / "attnscope"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "app.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "attnscope.cli"]
 
 
 def environment(**extra: str) -> dict[str, str]:
@@ -56,7 +56,7 @@ def attnscope_cli(*args: str | Path, stdin: str | None = None, **env: str) -> su
 
 
 def in_process(argv: list[str | Path], capsys) -> tuple[int, str]:
-    """app/cli.py's main in this process (the same parser and commands, without a process start): exit code
+    """attnscope/cli.py's main in this process (the same parser and commands, without a process start): exit code
     and stderr."""
     try:
         code = cli.main([str(a) for a in argv])
@@ -151,7 +151,7 @@ def test_a_file_to_json_with_chosen_layers_and_heads(sentences, tmp_path):
     assert (answer["model"], answer["layers"], answer["heads"]) == ("minilm", [5, 0], [3, 11])
     minilm = attnscope.load()
     transformers = pytest.importorskip("transformers")
-    from model.pretrained import minilm_dir
+    from model.checkpoints.registry import minilm_dir
 
     reference = (transformers.AutoTokenizer.from_pretrained(str(minilm_dir())),
                  transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager",

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import attnscope
-from model.pretrained import minilm_dir
+from model.checkpoints.registry import minilm_dir
 
 from .conftest import hf_maps
 

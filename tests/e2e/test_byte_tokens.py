@@ -3,7 +3,7 @@ which needs the DOM. How such tokens are labelled and joined into words is teste
 tests/js/byte-tokens.test.js (`node --test tests/js/`).
 
 The tokens are written here as the tokenizers library gives them for a GPT-2 vocabulary that lacks "我":
-three one-byte tokens with the same offsets, the first showing the character (model/tokenizer.py)."""
+three one-byte tokens with the same offsets, the first showing the character (model/checkpoints/tokenizer.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import { tokenLabel, visibleToken } from '../../static/js/figures/axes.js';
 import { hideSpecial, mergeWords, wordMatrix } from '../../static/js/figures/words.js';
 
 // The tokens as the tokenizers library gives them for a GPT-2 vocabulary that lacks "我": three one-byte
-// tokens with the same offsets, the first showing the character (model/tokenizer.py).
+// tokens with the same offsets, the first showing the character (model/checkpoints/tokenizer.py).
 const TEXT = 'Hello 我们\n';
 const TOKENS = [
   { text: 'Hello', display: 'Hello', start: 0, end: 5, special: false, segment: 0 },

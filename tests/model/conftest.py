@@ -1,8 +1,8 @@
 import pytest
 
-from model.pretrained import PretrainedEncoder, minilm_dir
+from model.checkpoints import LoadedModel, load
 
 
 @pytest.fixture(scope="session")
-def minilm() -> PretrainedEncoder:
-    return PretrainedEncoder.from_dir(minilm_dir())
+def minilm() -> LoadedModel:
+    return load("minilm")

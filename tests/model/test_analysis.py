@@ -1,4 +1,4 @@
-"""model/analysis.py against numpy references written here, and the encoder's edit against a torch reference."""
+"""model/analysis/ against numpy references written here, and the encoder's edit against a torch reference."""
 
 import math
 
@@ -7,9 +7,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from model import analysis
-from model.analysis import Edit, EditError
+from model.analysis import aggregate, heads
+from model.analysis.contributions import contributions
 from model.errors import IndexOutOfRange
+from model.nets.edit import Edit, EditError
 from model.trace import Trace
 
 SHORT = ("The cat sat on the mat, and then it slept. Did it dream? Nobody knows; cats keep secrets, "
@@ -54,7 +55,7 @@ def np_rollout(maps, residual, renormalise="rows"):
 def np_metrics(maps, cls, sep, punct):
     n = maps[0].shape[-1]
     i, j = np.indices((n, n))
-    out = {name: np.zeros((len(maps), maps[0].shape[0])) for name in analysis.METRICS}
+    out = {name: np.zeros((len(maps), maps[0].shape[0])) for name in heads.METRICS}
     for layer, stack in enumerate(maps):
         for head, a in enumerate(stack):
             logs = np.where(a > 0, np.log(np.where(a > 0, a, 1.0)), 0.0)
@@ -73,7 +74,7 @@ def np_metrics(maps, cls, sep, punct):
 
 def test_mean_over_heads_equals_numpy(case):
     _, ref_maps, maps = case
-    ours = analysis.mean_over_heads(maps.per_layer)
+    ours = aggregate.mean_over_heads(maps.per_layer)
     assert ours.dtype == torch.float32 and ours.shape == (6, *ref_maps[0].shape[1:])
     np.testing.assert_allclose(ours.numpy(), np_mean(ref_maps), atol=1e-6, rtol=0)
 
@@ -81,7 +82,7 @@ def test_mean_over_heads_equals_numpy(case):
 @pytest.mark.parametrize("residual", [0.0, 0.5, 0.9, 1.0])
 def test_rollout_equals_numpy_on_the_models_maps(case, residual):
     _, ref_maps, maps = case
-    ours = analysis.rollout(maps.per_layer, residual)
+    ours = aggregate.rollout(maps.per_layer, residual)
     ref = np_rollout(ref_maps, residual)
     np.testing.assert_allclose(ours.numpy(), ref, atol=1e-5, rtol=0)
     np.testing.assert_allclose(ours.numpy().sum(axis=-1), 1.0, atol=1e-5)  # every R_l stays row-stochastic
@@ -95,7 +96,7 @@ def test_rollout_renormalises_rows_keeping_dims_the_vit_explain_16_case():
     ours equals only the correct reference."""
     rng = np.random.default_rng(16)
     maps = [rng.uniform(0.0, 1.0, size=(4, 7, 7)) * rng.uniform(0.2, 3.0, size=(4, 7, 1)) for _ in range(3)]
-    ours = analysis.rollout([torch.tensor(m, dtype=torch.float32) for m in maps], 0.5).numpy()
+    ours = aggregate.rollout([torch.tensor(m, dtype=torch.float32) for m in maps], 0.5).numpy()
     correct = np_rollout(maps, 0.5, "rows")
     forgot = np_rollout(maps, 0.5, "none")
     no_keepdims = np_rollout(maps, 0.5, "no_keepdims")
@@ -108,7 +109,7 @@ def test_rollout_renormalises_rows_keeping_dims_the_vit_explain_16_case():
 def test_rollout_keeps_a_row_without_weight_at_zero():
     m = torch.zeros(1, 3, 3)
     m[0, 0, 1] = 1.0  # rows 1 and 2 hold no weight
-    out = analysis.rollout([m], 0.0)
+    out = aggregate.rollout([m], 0.0)
     assert torch.isfinite(out).all()
     assert out[0].tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
 
@@ -116,14 +117,14 @@ def test_rollout_keeps_a_row_without_weight_at_zero():
 @pytest.mark.parametrize("residual", [-0.1, 1.5, math.nan, math.inf])
 def test_rollout_refuses_a_residual_outside_0_to_1(residual):
     with pytest.raises(ValueError, match="residual"):
-        analysis.rollout([torch.eye(2)[None]], residual)
+        aggregate.rollout([torch.eye(2)[None]], residual)
 
 
 def test_aggregates_refuse_maps_that_are_not_square_stacks():
     with pytest.raises(ValueError, match="layer 0"):
-        analysis.mean_over_heads([torch.zeros(2, 3, 4)])
+        aggregate.mean_over_heads([torch.zeros(2, 3, 4)])
     with pytest.raises(ValueError, match="no layers"):
-        analysis.rollout([])
+        aggregate.rollout([])
 
 
 # ---- head metrics and labels ----
@@ -131,23 +132,23 @@ def test_aggregates_refuse_maps_that_are_not_square_stacks():
 def test_token_kinds_of_a_pair(minilm):
     encoded = minilm.tokenizer.encode("Hello, world!", "Fine... thanks")
     texts = [t.text for t in encoded.tokens]
-    kinds = analysis.token_kinds(encoded.tokens)
+    kinds = heads.token_kinds(encoded.tokens)
     assert [texts[i] for i in kinds.cls.nonzero().flatten()] == ["[CLS]"]
     assert [texts[i] for i in kinds.sep.nonzero().flatten()] == ["[SEP]", "[SEP]"]
     assert [texts[i] for i in kinds.punctuation.nonzero().flatten()] == [",", "!", ".", ".", "."]
 
 
 def test_is_punctuation():
-    assert analysis.is_punctuation("、") and analysis.is_punctuation("##.") and analysis.is_punctuation("?!")
-    assert not analysis.is_punctuation("a.") and not analysis.is_punctuation("+") and not analysis.is_punctuation("")
-    assert analysis.is_punctuation(" ,") and not analysis.is_punctuation(" ")  # byte-level displays
+    assert heads.is_punctuation("、") and heads.is_punctuation("##.") and heads.is_punctuation("?!")
+    assert not heads.is_punctuation("a.") and not heads.is_punctuation("+") and not heads.is_punctuation("")
+    assert heads.is_punctuation(" ,") and not heads.is_punctuation(" ")  # byte-level displays
 
 
 def test_byte_level_punctuation_is_found_by_its_characters(tmp_path):
     """GPT-2's "Ġ," (a space and a comma in one token) and a full-width "，" split over byte tokens."""
     import json
 
-    from model.architectures import load_checkpoint
+    from model.checkpoints import load
     from tests.checkpoints import make_checkpoint
     directory = make_checkpoint("gpt2", tmp_path / "gpt2")
     tokenizer = json.loads((directory / "tokenizer.json").read_text())
@@ -155,9 +156,9 @@ def test_byte_level_punctuation_is_found_by_its_characters(tmp_path):
     vocab["Ġ,"] = len(vocab)  # a merged space-comma token, as GPT-2's own vocabulary has
     tokenizer["model"]["merges"].append("Ġ ," if isinstance(tokenizer["model"]["merges"][0], str) else ["Ġ", ","])
     (directory / "tokenizer.json").write_text(json.dumps(tokenizer))
-    model = load_checkpoint(directory)
+    model = load(directory)
     encoded = model.tokenizer.encode("cat , dog，")
-    kinds = analysis.token_kinds(encoded.tokens)
+    kinds = heads.token_kinds(encoded.tokens)
     marked = [t.display for t, p in zip(encoded.tokens, kinds.punctuation.tolist(), strict=True) if p]
     assert "Ġ," in [t.text for t in encoded.tokens]
     assert marked == [" ,", "，"]
@@ -165,11 +166,11 @@ def test_byte_level_punctuation_is_found_by_its_characters(tmp_path):
 
 def test_head_metrics_equal_numpy(case):
     encoded, ref_maps, maps = case
-    kinds = analysis.token_kinds(encoded.tokens)
-    ours = analysis.head_metrics(maps.per_layer, kinds)
+    kinds = heads.token_kinds(encoded.tokens)
+    ours = heads.head_metrics(maps.per_layer, kinds)
     ref = np_metrics(ref_maps, kinds.cls.numpy(), kinds.sep.numpy(), kinds.punctuation.numpy())
-    assert set(ours) == set(analysis.METRICS)
-    for name in analysis.METRICS:
+    assert set(ours) == set(heads.METRICS)
+    for name in heads.METRICS:
         assert ours[name].shape == (6, 12), name
         np.testing.assert_allclose(ours[name].numpy(), ref[name], atol=1e-5, rtol=1e-6, err_msg=name)
     assert kinds.punctuation.any() and kinds.sep.any()
@@ -182,24 +183,24 @@ def test_head_metrics_of_known_maps():
     for i in range(1, n):
         previous[0, i, i - 1] = 1.0
     uniform = torch.full((1, n, n), 1.0 / n)
-    kinds = analysis.TokenKinds(torch.tensor([True, False, False, False, False]),
+    kinds = heads.TokenKinds(torch.tensor([True, False, False, False, False]),
                                 torch.tensor([False, False, False, False, True]), torch.zeros(n, dtype=torch.bool))
-    m = analysis.head_metrics([torch.cat([previous, uniform])], kinds)
+    m = heads.head_metrics([torch.cat([previous, uniform])], kinds)
     assert m["to_previous"][0].tolist() == [1.0, pytest.approx(0.2)]
     assert m["entropy"][0].tolist() == [0.0, pytest.approx(math.log(n))]
     assert m["distance"][0, 0].item() == pytest.approx(4 / 5)  # rows 1..4 look one back, row 0 at itself
-    labels = analysis.head_labels(m, n)
+    labels = heads.head_labels(m, n)
     assert labels == [[["previous"], ["broad"]]]
 
 
 def test_head_labels_follow_the_stated_thresholds(case):
     encoded, _, maps = case
     n = len(encoded)
-    m = analysis.head_metrics(maps.per_layer, analysis.token_kinds(encoded.tokens))
-    labels = analysis.head_labels(m, n)
+    m = heads.head_metrics(maps.per_layer, heads.token_kinds(encoded.tokens))
+    labels = heads.head_labels(m, n)
     rules = {"broad": ("entropy", 0.8 * math.log(n)), "previous": ("to_previous", 0.5), "next": ("to_next", 0.5),
              "cls": ("to_cls", 0.5), "sep": ("to_sep", 0.5), "self": ("to_self", 0.5)}
-    thresholds = analysis.label_thresholds(n)
+    thresholds = heads.label_thresholds(n)
     assert set(thresholds) == set(rules)
     for label, (metric, value) in rules.items():
         assert thresholds[label][0] == metric and thresholds[label][1] == pytest.approx(value)
@@ -208,7 +209,7 @@ def test_head_labels_follow_the_stated_thresholds(case):
             want = [label for label, (metric, value) in rules.items() if m[metric][layer, head].item() >= value]
             assert labels[layer][head] == want
     assert any(labels[layer][head] for layer in range(6) for head in range(12))
-    assert "Clark" in analysis.LABEL_SOURCE and "1906.04341" in analysis.LABEL_SOURCE
+    assert "Clark" in heads.LABEL_SOURCE and "1906.04341" in heads.LABEL_SOURCE
 
 
 # ---- contributions ----
@@ -238,16 +239,16 @@ def test_contributions_equal_numpy_from_the_trace(case, minilm, layer):
     minilm.run(encoded, trace)
     weights = trace.tensor(layer, "softmax")[0].double().numpy()  # (H, N, N)
     v_full = trace[layer]["project"]["v"][0].double().numpy()  # (N, D): x W_v + b_v
-    output = minilm.encoder.block(layer).attention.output
+    output = minilm.net.block(layer).attention.output
     w_o = output.weight.detach().double().numpy().T  # (H·Dv, D), acting as x W_o
     per_head_ref, total_ref, f = np_contributions(weights, v_full, w_o, 12)
 
     split_v = trace[layer]["split"]["v"][0]  # (H, N, Dv)
-    per_head, total = analysis.contributions(trace.tensor(layer, "softmax")[0], split_v,
+    per_head, total = contributions(trace.tensor(layer, "softmax")[0], split_v,
                                              output.weight.detach().T)
     np.testing.assert_allclose(per_head.numpy(), per_head_ref, atol=2e-5, rtol=1e-5)
     np.testing.assert_allclose(total.numpy(), total_ref, atol=2e-5, rtol=1e-5)
-    chosen, _ = analysis.contributions(trace.tensor(layer, "softmax")[0], split_v, output.weight.detach().T, [5, 1])
+    chosen, _ = contributions(trace.tensor(layer, "softmax")[0], split_v, output.weight.detach().T, [5, 1])
     np.testing.assert_allclose(chosen.numpy(), per_head_ref[[5, 1]], atol=2e-5, rtol=1e-5)
 
     # f_h is what the layer really adds: Σ_j Σ_h a_hij f_h(x_j) + b_o is the traced output
@@ -257,9 +258,9 @@ def test_contributions_equal_numpy_from_the_trace(case, minilm, layer):
 
 def test_contributions_refuse_shapes_that_do_not_fit():
     with pytest.raises(ValueError, match="weights have shape"):
-        analysis.contributions(torch.zeros(2, 3, 4), torch.zeros(2, 3, 5), torch.zeros(10, 8))
+        contributions(torch.zeros(2, 3, 4), torch.zeros(2, 3, 5), torch.zeros(10, 8))
     with pytest.raises(ValueError, match="w_o has shape"):
-        analysis.contributions(torch.zeros(2, 3, 3), torch.zeros(2, 3, 5), torch.zeros(9, 8))
+        contributions(torch.zeros(2, 3, 3), torch.zeros(2, 3, 5), torch.zeros(9, 8))
 
 
 # ---- edits ----
@@ -270,7 +271,7 @@ ALL_STEPS = ("input", "scale", "mask", "softmax", "weighted_sum", "output")
 def forward(minilm, encoded, edit=None):
     trace = Trace(steps=ALL_STEPS)
     ids, segments = torch.tensor([encoded.ids]), torch.tensor([encoded.segments])
-    hidden = minilm.encoder(ids, segments, trace=trace, edit=edit)
+    hidden = minilm.net(ids, segments, trace=trace, edit=edit)
     return trace, hidden
 
 
@@ -300,7 +301,7 @@ EDITS = {
 
 def reference_layer(minilm, x, layer, edit):
     """One layer with the edit, written with torch.nn.functional from the block's weights."""
-    block = minilm.encoder.block(layer)
+    block = minilm.net.block(layer)
     att = block.attention
     n_heads, d = att.n_heads, x.shape[-1]
     dh = d // n_heads

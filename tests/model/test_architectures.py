@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.architectures import DecoderCheckpoint, EncoderCheckpoint, load_checkpoint
-from model.pretrained import CheckpointError
+from model.checkpoints import load
+from model.errors import CheckpointError
 
 from ..checkpoints import KINDS, SIZES, make_tokenizer
 
@@ -69,7 +69,7 @@ def texts(kind: str) -> dict[str, tuple[str, str | None]]:
 
 def test_maps_hidden_state_and_ids_equal_transformers(checkpoint, reference):
     kind, directory = checkpoint
-    model = load_checkpoint(directory)
+    model = load(directory)
     for case, (text, pair) in texts(kind).items():
         ref_ids, ref_maps, ref_hidden = hf_forward(reference, text, pair)
         ids, maps, hidden = ours_forward(model, text, pair)
@@ -82,7 +82,7 @@ def test_maps_hidden_state_and_ids_equal_transformers(checkpoint, reference):
 
 @pytest.mark.parametrize("kind", ["bert", "distilbert", "electra"])
 def test_chinese_characters_are_wordpiece_tokens_not_unknown(kind, checkpoint_dirs):
-    model = load_checkpoint(checkpoint_dirs[kind])
+    model = load(checkpoint_dirs[kind])
     encoded = model.tokenizer.encode("注意力机制")
     assert [t.text for t in encoded.tokens if not t.special] == list("注意力机制")
     assert not any(t.unknown for t in encoded.tokens)
@@ -90,11 +90,11 @@ def test_chinese_characters_are_wordpiece_tokens_not_unknown(kind, checkpoint_di
 
 def test_model_list_facts(checkpoint):
     kind, directory = checkpoint
-    model = load_checkpoint(directory)
+    model = load(directory)
     assert model.architecture == kind
     assert model.causal == (kind == "gpt2")
     assert model.pairs == (kind != "gpt2")
-    assert isinstance(model, DecoderCheckpoint if kind == "gpt2" else EncoderCheckpoint)
+    assert model.net.cfg.norm_place == ("pre" if kind == "gpt2" else "post")
     assert (model.cfg.n_layers, model.cfg.n_heads, model.cfg.d_model) == (2, 4, 32)
     assert model.tokenizer.max_tokens == 64  # RoBERTa's 66 positions less padding_idx + 1
 
@@ -102,9 +102,9 @@ def test_model_list_facts(checkpoint):
 def test_a_perturbed_weight_breaks_the_comparison(checkpoint, reference):
     """Control: the comparison above is able to fail."""
     kind, directory = checkpoint
-    model = load_checkpoint(directory)
+    model = load(directory)
     with torch.no_grad():
-        model.encoder.block(1).attention.key.weight[0, 0] += 0.5
+        model.net.block(1).attention.key.weight[0, 0] += 0.5
     text, pair = texts(kind)["english"]
     _, ref_maps, ref_hidden = hf_forward(reference, text, pair)
     _, maps, hidden = ours_forward(model, text, pair)
@@ -123,7 +123,7 @@ def test_tokenizer_from_vocabulary_files_alone(checkpoint, reference, tmp_path):
         assert (copy / "vocab.json").is_file() and (copy / "merges.txt").is_file()
     else:
         assert (copy / "vocab.txt").is_file()
-    model = load_checkpoint(copy)
+    model = load(copy)
     tok, _ = reference
     for text, pair in texts(kind).values():
         assert model.tokenizer.encode(text, pair).ids == tok(text, pair)["input_ids"]
@@ -138,13 +138,13 @@ def test_weights_from_pytorch_model_bin(checkpoint, reference, tmp_path):
     (copy / "model.safetensors").unlink()
     text, pair = texts(kind)["english"]
     _, ref_maps, ref_hidden = hf_forward(reference, text, pair)
-    _, maps, hidden = ours_forward(load_checkpoint(copy), text, pair)
+    _, maps, hidden = ours_forward(load(copy), text, pair)
     assert (maps - ref_maps).abs().max().item() <= TOLERANCE
     assert (hidden - ref_hidden).abs().max().item() <= TOLERANCE
 
 
 def test_gpt2_maps_are_lower_triangular_and_the_mask_step_hides_the_upper_triangle(checkpoint_dirs):
-    model = load_checkpoint(checkpoint_dirs["gpt2"])
+    model = load(checkpoint_dirs["gpt2"])
     encoded = model.tokenizer.encode(DECODER_TEXTS["english"][0])
     n = len(encoded)
     upper = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
@@ -170,8 +170,8 @@ def test_gpt2_lm_head_checkpoint_and_logits(tmp_path):
         bos_token_id=0, eos_token_id=0))
     lm.save_pretrained(str(directory))
     tok.save_pretrained(str(directory))
-    model = load_checkpoint(directory)
-    assert isinstance(model, DecoderCheckpoint)
+    model = load(directory)
+    assert model.lm_head
     text = DECODER_TEXTS["english"][0]
     batch = tok(text, return_tensors="pt")
     ref = transformers.GPT2LMHeadModel.from_pretrained(str(directory), attn_implementation="eager").eval()
@@ -189,8 +189,8 @@ def test_gpt2_lm_head_checkpoint_and_logits(tmp_path):
 
 
 def test_roberta_positions_start_after_the_padding_index(checkpoint_dirs):
-    model = load_checkpoint(checkpoint_dirs["roberta"])
-    embeddings = model.encoder.embeddings
+    model = load(checkpoint_dirs["roberta"])
+    embeddings = model.net.embeddings
     ids = torch.tensor([[0, 5, 6, 2]])
     assert embeddings.positions(ids).tolist() == [[2, 3, 4, 5]]  # padding_idx 1: the first token is at 2
 
@@ -204,7 +204,7 @@ def test_no_socket_is_opened_while_loading(monkeypatch, checkpoint_dirs):
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     for directory in directories:
-        load_checkpoint(directory).tokenizer.encode("hello world")
+        load(directory).tokenizer.encode("hello world")
 
 
 # ---- refusals: each names the file, the problem and the supported architectures ----
@@ -222,7 +222,7 @@ def broken_copy(source: Path, tmp_path: Path) -> Path:
 
 def assert_refused(directory: Path, file: str, problem: str) -> None:
     with pytest.raises(CheckpointError) as info:
-        load_checkpoint(directory)
+        load(directory)
     message = str(info.value)
     assert str(directory / file) in message
     assert problem in message
@@ -317,15 +317,15 @@ def test_sharded_safetensors_and_a_task_model_prefix(tmp_path, bert_dir):
     save_file({"cls.predictions.bias": torch.zeros(3)}, str(directory / "model-head.safetensors"))
     weight_map["cls.predictions.bias"] = "model-head.safetensors"
     (directory / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
-    sharded, whole = load_checkpoint(directory), load_checkpoint(bert_dir)
+    sharded, whole = load(directory), load(bert_dir)
     encoded = whole.tokenizer.encode(*ENCODER_TEXTS["pair"])
     assert torch.equal(sharded.run(encoded), whole.run(encoded))
 
 
 def test_gpt2_what_if_edits_follow_the_encoder_rules(checkpoint_dirs):
     """An edit that changes nothing leaves every map as it is; ablating layer 0 changes layer 1 only."""
-    from model.analysis import Edit
-    model = load_checkpoint(checkpoint_dirs["gpt2"])
+    from model.nets.edit import Edit
+    model = load(checkpoint_dirs["gpt2"])
     encoded = model.tokenizer.encode(DECODER_TEXTS["english"][0])
     plain = model.attention_maps(encoded).per_layer
     same = model.attention_maps(encoded, edit=Edit(layer=0)).per_layer

@@ -1,4 +1,4 @@
-"""attnscope's own backward pass of attention (model/backward.py) against torch autograd in float64.
+"""attnscope's own backward pass of attention (model/lab/backward.py) against torch autograd in float64.
 
 The reference is a forward written here with plain torch operations on the layer's parameters,
 differentiated by torch.autograd; the worked example's numbers are also computed by hand here.
@@ -17,10 +17,11 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from model import toy
-from model.attention import MultiHeadAttention
-from model.backward import attention_backward, attention_forward, autograd_gradients, run_toy_backward
-from model.backward import compare as page_check
+from model.lab import toy
+from model.lab.backward import attention_backward, attention_forward
+from model.lab.toy_backward import autograd_gradients, run_toy_backward
+from model.lab.toy_backward import compare as page_check
+from model.nets.attention import MultiHeadAttention
 from tests.properties import examples
 
 EPS = torch.finfo(torch.float64).eps

@@ -1,6 +1,6 @@
 """The `display` of byte-level BPE tokens (GPT-2, RoBERTa) against transformers' tokenizers and Python's UTF-8.
 
-The rule (model/tokenizer.py): each token displays the characters of its segment's text whose first
+The rule (model/checkpoints/tokenizer.py): each token displays the characters of its segment's text whose first
 UTF-8 byte it holds, its leading space included, so the displays joined are the text. The reference
 here reads the bytes of each token from transformers' own byte alphabet and decodes with Python.
 """
@@ -12,8 +12,8 @@ import pytest
 import transformers
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-from model.architectures import load_checkpoint
-from model.architectures.common import load_tokenizer
+from model.checkpoints import load
+from model.checkpoints.files import load_tokenizer
 from tests.checkpoints import make_checkpoint
 
 BYTE_LEVEL = ("gpt2", "roberta")
@@ -38,7 +38,7 @@ def checkpoint(request, checkpoint_dirs) -> tuple[str, Path]:
 @pytest.fixture(scope="module")
 def pair(checkpoint):
     kind, directory = checkpoint
-    return kind, load_checkpoint(directory).tokenizer, transformers.AutoTokenizer.from_pretrained(str(directory))
+    return kind, load(directory).tokenizer, transformers.AutoTokenizer.from_pretrained(str(directory))
 
 
 def reference_displays(theirs, text: str) -> tuple[list[int], list[str]]:
@@ -159,7 +159,7 @@ def test_an_inserted_prefix_space_is_shown_by_no_token(prefixed, text):
 
 
 def test_wordpiece_checkpoints_are_not_byte_level(tmp_path_factory):
-    bert = load_checkpoint(make_checkpoint("bert", tmp_path_factory.mktemp("bert"))).tokenizer
+    bert = load(make_checkpoint("bert", tmp_path_factory.mktemp("bert"))).tokenizer
     assert not bert.byte_level
     assert [t.display for t in bert.encode("the cat").tokens] == ["[CLS]", "the", "cat", "[SEP]"]
 
@@ -170,7 +170,7 @@ def test_bytes_missing_from_the_vocabulary_are_unknown_and_show_their_characters
     from tokenizers import Tokenizer as RawTokenizer
     from tokenizers import models, pre_tokenizers
 
-    from model.tokenizer import Tokenizer
+    from model.checkpoints.tokenizer import Tokenizer
 
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
     vocab = {piece: i for i, piece in enumerate(["<unk>", "Ġ", *letters])}

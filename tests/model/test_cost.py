@@ -1,4 +1,4 @@
-"""model/cost.py against numbers worked out by hand here, the parameters counted in real modules and
+"""model/lab/cost.py against numbers worked out by hand here, the parameters counted in real modules and
 weights, and the FLOPs counted by torch's FlopCounterMode on a real forward."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import torch
 from safetensors.numpy import load_file
 from torch.utils.flop_counter import FlopCounterMode
 
-from model import cost
-from model.attention import MultiHeadAttention
-from model.cost import MAX_EXACT, CostError, Sizes
-from model.pretrained import minilm_dir
+from model.checkpoints.registry import minilm_dir
+from model.lab import cost
+from model.lab.cost import MAX_EXACT, CostError, Sizes
+from model.nets.attention import MultiHeadAttention
 
 
 def value(s: Sizes, name: str) -> int:

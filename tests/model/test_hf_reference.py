@@ -5,7 +5,7 @@ import copy
 import pytest
 import torch
 
-from model.pretrained import minilm_dir
+from model.checkpoints.registry import minilm_dir
 from model.trace import Trace
 
 transformers = pytest.importorskip("transformers")
@@ -51,7 +51,7 @@ def ours_forward(minilm, encoder, text, pair):
 def test_attention_and_hidden_state_equal_hf(minilm, hf, case):
     text, pair = CASES[case]
     batch, ref_maps, ref_hidden = hf_forward(hf, text, pair)
-    encoded, maps, hidden = ours_forward(minilm, minilm.encoder, text, pair)
+    encoded, maps, hidden = ours_forward(minilm, minilm.net, text, pair)
 
     assert encoded.ids == batch["input_ids"][0].tolist()
     assert encoded.segments == batch["token_type_ids"][0].tolist()
@@ -66,7 +66,7 @@ def test_max_length_case_is_at_the_limit(minilm):
 
 def test_a_perturbed_weight_breaks_the_comparison(minilm, hf):
     """Control: the comparison above is able to fail."""
-    broken = copy.deepcopy(minilm.encoder)
+    broken = copy.deepcopy(minilm.net)
     with torch.no_grad():
         broken.blocks[3].attention.key.weight[0, 0] += 0.05
     text, pair = CASES["english"]

@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model import iris, layers
 from model.errors import IrisInputError
+from model.lab import iris, layers
 
 TOLERANCE = 1e-10  # relative: max |ours - autograd| / max |autograd|
 
@@ -49,7 +49,7 @@ def test_the_split_is_stratified_and_fixed():
     labels = data.labels.tolist()
     assert [sum(labels[i] == c for i in test) for c in range(3)] == [10, 10, 10]
     assert [sum(labels[i] == c for i in train) for c in range(3)] == [40, 40, 40]
-    # fixed: the same rows every time (torch.randperm with SPLIT_SEED 0, see model/iris.py)
+    # fixed: the same rows every time (torch.randperm with SPLIT_SEED 0, see model/lab/iris.py)
     assert test == [6, 7, 10, 17, 21, 29, 33, 37, 39, 44, 53, 59, 62, 69, 71, 76, 81, 83, 95, 99, 105, 107, 108,
                     114, 127, 130, 135, 140, 143, 144]
 
@@ -196,7 +196,7 @@ def test_adam_two_steps_by_hand():
 @pytest.fixture
 def one_thread():
     """Training's tensors are tiny: with two intra-op threads every product pays a fork and join (the server's
-    job threads use one, app/jobs.py). Restored afterwards for the other tests."""
+    job threads use one, app/jobs/threads.py). Restored afterwards for the other tests."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

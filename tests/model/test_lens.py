@@ -12,9 +12,9 @@ import copy
 import pytest
 import torch
 
-from model.architectures import DecoderCheckpoint, load_checkpoint
+from model.analysis.lens import EMBEDDINGS, MAX_TOP_K, PositionOutOfRange, checked_position, logit_lens
+from model.checkpoints import LoadedModel, load
 from model.errors import IndexOutOfRange
-from model.lens import EMBEDDINGS, MAX_TOP_K, PositionOutOfRange, checked_position, logit_lens
 
 transformers = pytest.importorskip("transformers")
 
@@ -32,9 +32,9 @@ def gpt2_dir(checkpoint_dirs):
 
 
 @pytest.fixture(scope="module")
-def ours(gpt2_dir) -> DecoderCheckpoint:
-    model = load_checkpoint(gpt2_dir)
-    assert isinstance(model, DecoderCheckpoint)
+def ours(gpt2_dir) -> LoadedModel:
+    model = load(gpt2_dir)
+    assert model.lm_head and model.net.cfg.causal
     return model
 
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.numpy import load_file
 
-from model.positions import (
+from model.nets.positions import (
     PositionsError,
     alibi_bias,
     alibi_slopes,
@@ -165,15 +165,15 @@ def minilm_safetensors() -> Path:
 
 def test_learned_is_the_checkpoint_tensor(minilm):
     raw = load_file(str(minilm_safetensors()))["embeddings.position_embeddings.weight"]  # (512, 384)
-    table = learned(minilm, 100)
+    table = learned(minilm.net, 100)
     assert table.dtype == torch.float64 and table.shape == (100, 384)
     assert np.abs(table.numpy() - raw[:100].astype(np.float64)).max() == 0.0
-    assert np.abs(learned(minilm, 512).numpy() - raw.astype(np.float64)).max() == 0.0
+    assert np.abs(learned(minilm.net, 512).numpy() - raw.astype(np.float64)).max() == 0.0
 
 
 def test_learned_refuses_more_rows_than_the_model_has(minilm):
     with pytest.raises(ValueError, match="length is 513; this model has 512 learned positions"):
-        learned(minilm, 513)
+        learned(minilm.net, 513)
 
 
 def test_position_table_rules_name_the_field(minilm):
@@ -182,10 +182,10 @@ def test_position_table_rules_name_the_field(minilm):
     assert odd.value.loc == ("d_model",) and odd.value.type == "positions_odd_d_model"
     assert odd.value.ctx == {"d_model": 9, "kind": "rope"} and "send 8 or 10" in odd.value.message
     with pytest.raises(PositionsError) as width:
-        position_table("learned", 4, 64, 8, minilm)
+        position_table("learned", 4, 64, 8, minilm.net)
     assert width.value.loc == ("d_model",) and width.value.ctx == {"d_model": 64, "model_d_model": 384}
     with pytest.raises(PositionsError) as length:
-        position_table("learned", 600, 384, 8, minilm)
+        position_table("learned", 600, 384, 8, minilm.net)
     assert length.value.loc == ("length",) and length.value.ctx == {"length": 600, "max_positions": 512}
     alibi = position_table("alibi", 5, 7, 3)  # an odd d_model does not matter to alibi
     assert alibi.matrix is None and alibi.bias is not None and alibi.bias.shape == (3, 5, 5)

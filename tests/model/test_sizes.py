@@ -2,7 +2,7 @@
 
 import pytest
 
-from model.sizes import attention_numbers, pooled_side, trace_numbers
+from model.analysis.sizes import attention_numbers, pooled_side, trace_numbers
 
 
 def _count(value) -> int:

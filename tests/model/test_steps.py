@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from model.attention import (
+from model.nets.attention import (
     MultiHeadAttention,
     apply_mask,
     causal_mask,

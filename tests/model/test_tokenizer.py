@@ -1,6 +1,6 @@
 import pytest
 
-from model.tokenizer import TooManyTokens
+from model.checkpoints.tokenizer import TooManyTokens
 
 
 def test_offsets_are_code_points_into_each_segment(minilm):

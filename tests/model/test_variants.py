@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.toy import WORKED_QUERIES, run_toy
+from model.lab.toy import WORKED_QUERIES, run_toy
 from tests.properties import examples
 
 RNG = np.random.default_rng(7)

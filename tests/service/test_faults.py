@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from bench.common import Server
-from model.pretrained import minilm_dir
+from model.checkpoints.registry import minilm_dir
 
 WORDS = "the city river school music light house water story world night field".split()
 
@@ -37,7 +37,7 @@ def broken_checkpoint(tmp_path, change) -> str:
 def test_corrupt_weights_name_the_file(tmp_path):
     dirs = broken_checkpoint(tmp_path, lambda d: (d / "model.safetensors").write_bytes(b"\x00" * 100))
     out = refuses_to_start(tmp_path, ATTNSCOPE_MODEL_DIRS=dirs)
-    assert f"attnscope cannot start: cannot read weights {tmp_path / 'minilm' / 'model.safetensors'}" in out
+    assert f"attnscope cannot start: {tmp_path / 'minilm' / 'model.safetensors'}: cannot read weights" in out
 
 
 def test_truncated_weights_name_the_file(tmp_path):
@@ -50,9 +50,9 @@ def test_truncated_weights_name_the_file(tmp_path):
 
 
 def test_missing_file_is_named(tmp_path):
-    dirs = broken_checkpoint(tmp_path, lambda d: (d / "tokenizer.json").unlink())
+    dirs = broken_checkpoint(tmp_path, lambda d: (d / "config.json").unlink())
     out = refuses_to_start(tmp_path, ATTNSCOPE_MODEL_DIRS=dirs)
-    assert f"missing checkpoint file {tmp_path / 'minilm' / 'tokenizer.json'}" in out
+    assert f"attnscope cannot start: {tmp_path / 'minilm' / 'config.json'}: missing file" in out
 
 
 def test_unknown_default_model_names_the_setting(tmp_path):

@@ -47,13 +47,13 @@ DOCUMENTED_RULES = {
                                     "toy_additive_shape", "toy_additive_width", "toy_hidden_key", "toy_sinusoidal_odd",
                                     "toy_rope_odd", "toy_upstream_shape")},
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
-    # an /attention edit's hidden key beyond the input's tokens (model/analysis.py EDIT_RULES)
+    # an /attention edit's hidden key beyond the input's tokens (model/nets/edit.py EDIT_RULES)
     "edit_hidden_key": (422, "out of range; this input has tokens"),
-    # GET /positions: rules between its parameters or on the model (model/positions.py POSITION_RULES)
+    # GET /positions: rules between its parameters or on the model (model/nets/positions.py POSITION_RULES)
     "positions_odd_d_model": (422, "must be even"),
     "positions_learned_d_model": (422, "learned table is"),
     "positions_learned_length": (422, "learned positions"),
-    # GET /cost: rules between its parameters or on the model (model/cost.py COST_RULES)
+    # GET /cost: rules between its parameters or on the model (model/lab/cost.py COST_RULES)
     "cost_heads_divide": (422, "does not divide d_model"),
     "cost_not_exact": (422, "largest integer a JSON client keeps exact"),
     "cost_model_sizes": (422, "is fixed by model"),

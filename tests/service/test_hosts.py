@@ -83,7 +83,7 @@ class BoundServer(Server):
     def spawn(self) -> subprocess.Popen:
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--host", self.host, "--port", str(self.port)],
+            [sys.executable, "-m", "attnscope.cli", "serve", "--host", self.host, "--port", str(self.port)],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         return self.proc

@@ -8,7 +8,7 @@ import httpx
 import jsonschema_rs
 import pytest
 
-from app.schemas import NON_BLANK
+from app.schemas.common import NON_BLANK
 from model.errors import TOY_RULES
 
 

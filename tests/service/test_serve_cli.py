@@ -25,7 +25,7 @@ def dirs(tmp_path_factory):
 
 def serve(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port), *args], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "attnscope.cli", "serve", "--port", str(port), *args], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc, port
 
@@ -75,4 +75,4 @@ def test_cuda_without_a_cuda_build_of_torch_is_refused(workers):
     proc, _ = serve("--device", "cuda", "--workers", workers)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0
-    assert "this torch has no CUDA device; use cpu" in out
+    assert "torch.cuda.is_available() is False here (a CPU-only torch, or no GPU); use device 'cpu'" in out

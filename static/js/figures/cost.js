@@ -1,6 +1,6 @@
 // Numbers of the cost page in readable form (exact digits, powers of ten, decimal and binary byte
 // units) and the figure of memory against sequence length. Pure: no DOM, no fetch; the numbers
-// themselves come from GET /api/v1/cost (model/cost.py holds the formulas).
+// themselves come from GET /api/v1/cost (model/lab/cost.py holds the formulas).
 import { t } from '../i18n/index.js';
 import { FONT, HIGHLIGHT, TEXT_COLOUR } from './axes.js';
 

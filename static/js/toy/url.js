@@ -15,7 +15,7 @@ import { parseCell } from '../views/matrix-editor.js';
 
 export const WEIGHTS = ['q', 'k', 'v', 'o'];
 const PARAM = { queries: 'q', keys: 'k', values: 'v', wq: 'wq', wk: 'wk', wv: 'wv', wo: 'wo' };
-const MAX_SIDE = 64; // the server's limit (model/toy.py MAX_SIDE): a larger link is not read at all
+const MAX_SIDE = 64; // the server's limit (model/lab/toy.py MAX_SIDE): a larger link is not read at all
 
 export const identity = (n) => Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
 export const identityWeights = (d) => Object.fromEntries(WEIGHTS.map((w) => [w, identity(d)]));

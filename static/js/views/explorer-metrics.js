@@ -23,7 +23,7 @@ function thresholdText(thresholds, shown) {
 
 /**
  * The metrics that are 0 for every head of this input whatever the weights, with why: the share to [CLS]
- * when the first token is not one the tokenizer inserted, to [SEP] when no later one is (model/analysis.py
+ * when the first token is not one the tokenizer inserted, to [SEP] when no later one is (model/analysis/heads.py
  * token_kinds), to the next token when the model is causal (that key is always masked).
  * @returns {{metric: string, why: 'noSpecial'|'noCls'|'noSep'|'causal'}[]}
  */

@@ -71,7 +71,7 @@ export function createBackwardView(root, { load }) {
       : mode === 'row' ? t('toy.back.upstreamRow', { query: `q${query}` }) : t('toy.back.upstreamGiven');
     upstream.replaceChildren(words, ' ', notation('dL/dY'));
     const { max_abs_diff: diff, max_rel_diff: rel, bound, compared } = answer.check;
-    const ok = rel <= bound; // what float64 rounding can explain (model/backward.py compare)
+    const ok = rel <= bound; // what float64 rounding can explain (model/lab/toy_backward.py compare)
     check.textContent = `${ok ? '✓' : '✗'} ${t(ok ? 'toy.back.check' : 'toy.back.checkFailed', {
       diff: formatDiff(diff), count: compared.length,
     })}`;

@@ -1,0 +1,192 @@
+"""The models, /attention, /attention/summary and /trace: requests and answers (app/routes/api.py)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from model.nets.edit import MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
+
+from .common import (
+    ChosenHeads,
+    ChosenLayers,
+    Index,
+    Matrix,
+    Steps,
+    StrictRequest,
+    TextRequest,
+    TokenInfo,
+    check_distinct,
+    examples,
+)
+
+EditTemperature = Annotated[
+    float,
+    Field(ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE, allow_inf_nan=False,
+          description=f"Divides the chosen heads' scaled scores before the softmax: a finite number from "
+          f"{MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}; above 1 flattens their rows, below 1 sharpens them, 1 "
+          "keeps them."),
+]
+
+
+MAX_HIDDEN_KEYS = 4096  # more than any model's token limit; the input's own length is checked on the server
+
+
+EditIndex = Annotated[int, Field(ge=0)]  # refused below 0 by the schema itself: Edit takes no negative index
+
+
+EditHeads = Annotated[
+    list[EditIndex], Field(min_length=1, json_schema_extra={"uniqueItems": True}), AfterValidator(check_distinct)
+]
+
+
+EditKeys = Annotated[
+    list[EditIndex],
+    Field(max_length=MAX_HIDDEN_KEYS, json_schema_extra={"uniqueItems": True}),
+    AfterValidator(check_distinct),
+]
+
+
+class AttentionEdit(StrictRequest):
+    """A what-if edit of one layer's heads, recomputing every later layer (the `edit` of /attention).
+
+    Rules: `layer` is below the model's `n_layers` and every entry of `heads` below its `n_heads`, else 422
+    `index_out_of_range` (`loc` ["body", "edit", "layer"] or ["body", "edit", "heads", i]); `heads` are
+    distinct, at least one, or null for every head; `temperature` is a finite number from 0.01 to 100
+    (default 1); `hidden_keys` are distinct token indices below the input's token count, else 422
+    `edit_hidden_key` (ctx {key, tokens}, `loc` ["body", "edit", "hidden_keys", i]); `ablate` is a boolean
+    (default false). The chosen heads' scaled scores are divided by the temperature, the hidden keys get
+    −inf for those heads (a row with every key hidden becomes zeros), and with `ablate` those heads'
+    weighted sums are zeroed (their weights are still computed and shown). Layers before `layer` are
+    unchanged; every later layer runs on the edited hidden state. Temperature 1, no hidden keys and no
+    ablation give exactly the unedited numbers.
+    """
+
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"layer": 2, "heads": [5], "temperature": 3},
+        {"layer": 0, "heads": None, "hidden_keys": [0], "ablate": False},
+        {"layer": 4, "heads": [1, 7], "ablate": True},
+    ))
+
+    layer: EditIndex = Field(description="The layer to edit (0-based), below the model's n_layers.")
+    heads: EditHeads | None = Field(None, description="Distinct heads of that layer to edit; null means all.")
+    temperature: EditTemperature = 1.0
+    hidden_keys: EditKeys = Field(
+        default_factory=list, description="Distinct token indices hidden from every query of the chosen heads.")
+    ablate: bool = Field(False, description="Zero the chosen heads' weighted sums (their output).")
+
+    def to_edit(self) -> Edit:
+        """The model's Edit (model/nets/edit.py); its indices are checked against the model by the forward."""
+        return Edit(layer=self.layer, heads=None if self.heads is None else tuple(self.heads),
+                    temperature=float(self.temperature), hidden_keys=tuple(self.hidden_keys), ablate=self.ablate)
+
+
+class AttentionRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "layers": [2], "heads": [5]},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "model": "minilm", "layers": [0, 5]},
+        {"text": "The cat sat on the mat because it was tired.", "layers": [2, 3],
+         "edit": {"layer": 2, "heads": [5], "temperature": 3}},
+    ))
+
+    layers: ChosenLayers = None
+    heads: ChosenHeads = None
+    edit: AttentionEdit | None = Field(
+        None, description="A what-if edit of one layer's heads; every later layer is recomputed on the edited "
+        "hidden state, and the answer says `edited: true`. Null: the model as it is."
+    )
+
+
+class TraceRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "layer": 2, "head": 5},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "layer": 0, "head": None},
+    ))
+
+    layer: Index = Field(description="The layer to trace (0-based), below the model's n_layers.")
+    head: Index | None = Field(None, description="One head to trace, below the model's n_heads; null means all.")
+
+
+class SummaryRequest(AttentionRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat.", "size": 4},
+        {"text": "Where did the dog go?", "text_pair": "It went home.", "heads": [0, 11], "size": 64},
+    ))
+
+    size: int = Field(64, ge=1, le=64, description="Largest side of a pooled map (at most 64).")
+
+
+class Encoding(StrEnum):
+    """`json`: the JSON body. `u16`: a binary body of uint16 fixed-point weights (layout in the description)."""
+
+    json = "json"
+    u16 = "u16"
+
+
+class ModelInfo(BaseModel):
+    id: str
+    name: str
+    architecture: str
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_head: int
+    max_tokens: int
+    causal: bool = Field(description="Each token attends only to itself and the tokens before it (GPT-2).")
+    pairs: bool = Field(description="Takes a second segment (text_pair).")
+    lm_head: bool = Field(description="Has a language-model head: POST /api/v1/lens works for it.")
+    local: bool = Field(description="Loaded from a checkpoint directory named by --model / ATTNSCOPE_MODEL_PATHS.")
+    path: str | None = Field(None, description="The checkpoint directory; only when ATTNSCOPE_SHOW_MODEL_PATHS=true.")
+    default: bool
+
+
+class ModelsResponse(BaseModel):
+    models: list[ModelInfo]
+
+
+EDITED_DOC = "True when the request carried an `edit`: these are the maps of the edited model."
+
+
+class AttentionResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    layers: list[int]
+    heads: list[int]
+    edited: bool = Field(False, description=EDITED_DOC)
+    attention: list[list[list[list[float]]]] = Field(
+        description="Axis order (layer, head, query, key); attention[i][j] is the map of layers[i], heads[j]."
+    )
+
+
+class TraceSteps(Steps[Matrix]):
+    """The steps of multi-head attention in order; per-head stacks are (head, query, ...)."""
+
+    input: Matrix = Field(description="N x d_model: the hidden state entering the layer's attention.")
+
+
+class TraceResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    layer: int
+    d_model: int
+    n_heads: int
+    d_head: int
+    heads: list[int]
+    scale: float
+    steps: TraceSteps
+
+
+class SummaryResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    layers: list[int]
+    heads: list[int]
+    size: int = Field(description="M, the side of each pooled map: min(N, requested size).")
+    bins: list[tuple[int, int]] = Field(description="Token range [start, end) covered by each pooled row and column.")
+    edited: bool = Field(False, description=EDITED_DOC)
+    attention: list[list[list[list[float]]]] = Field(
+        description="Display summary, not attention weights: each cell is the largest weight in its block, so "
+        "no strong weight vanishes, and rows no longer sum to 1. Axis order (layer, head, row, column)."
+    )

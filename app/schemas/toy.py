@@ -1,0 +1,207 @@
+"""/toy and /toy/backward: the worked example's request and answers (app/routes/toy.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from model.lab.toy import MAX_ABS as TOY_MAX_ABS
+from model.lab.toy import MAX_SIDE as TOY_MAX_SIDE
+from model.lab.variants import MAX_SEED as TOY_MAX_SEED
+from model.lab.variants import MIN_TEMPERATURE as TOY_MIN_TEMPERATURE
+
+from .common import QKV, FiniteNumber, Index, Matrix, Stack, Steps, StrictRequest, check_distinct, examples
+
+ToyRow = Annotated[list[FiniteNumber], Field(min_length=1, max_length=TOY_MAX_SIDE)]
+
+
+ToyMatrix = Annotated[
+    list[ToyRow],
+    Field(min_length=1, max_length=TOY_MAX_SIDE,
+          description=f"Rows of finite numbers, |x| <= {TOY_MAX_ABS:g}, at most {TOY_MAX_SIDE}x{TOY_MAX_SIDE}; "
+          "every row as long as the first."),
+]
+
+
+class ToyWeights(StrictRequest):
+    """Each d_model x d_model, acting as X W (in x out); a missing one is the identity."""
+
+    q: ToyMatrix | None = None
+    k: ToyMatrix | None = None
+    v: ToyMatrix | None = None
+    o: ToyMatrix | None = None
+
+
+class ToyAdditive(StrictRequest):
+    """Bahdanau parameters per head: scores_ij = v_h^T tanh(q_i W_q[h] + k_j W_k[h]) on the split q and k."""
+
+    w_q: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn; n_heads x d_attn "
+                                 f"at most {TOY_MAX_SIDE}.")
+    w_k: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn.")
+    v: ToyMatrix = Field(description="n_heads x d_attn.")
+
+
+def _check_temperature(value: float) -> float:
+    if value < TOY_MIN_TEMPERATURE:  # the toy's own rule, under its own type (model/errors.py TOY_RULES)
+        raise PydanticCustomError("toy_temperature", f"must be at least {TOY_MIN_TEMPERATURE:g}; raise it",
+                                  {"temperature": value, "min": TOY_MIN_TEMPERATURE})
+    return value
+
+
+Temperature = Annotated[
+    float,
+    Field(gt=0, le=TOY_MAX_ABS, allow_inf_nan=False, json_schema_extra={"minimum": TOY_MIN_TEMPERATURE}),
+    AfterValidator(_check_temperature),
+]
+
+
+ToyVariant = Literal["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"]
+
+
+ToyPositions = Literal["none", "sinusoidal", "rope", "alibi"]
+
+
+HiddenKeys = Annotated[
+    list[Index], Field(max_length=TOY_MAX_SIDE, json_schema_extra={"uniqueItems": True}),
+    AfterValidator(check_distinct),
+]
+
+
+class ToyRequest(StrictRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {},
+        {"queries": [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1]], "n_heads": 2, "causal": True,
+         "weights": {"o": [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]}},
+        {"queries": [[1, 0, 1]], "keys": [[1, 0, 1], [0, 1, 0]], "values": [[1, 2, 3], [4, 5, 6]], "n_heads": 3},
+    ))
+
+    queries: ToyMatrix | None = Field(None, description="L x d_model inputs of the queries.")
+    keys: ToyMatrix | None = Field(None, description="S x d_model inputs of the keys; default: queries.")
+    values: ToyMatrix | None = Field(None, description="S x d_model inputs of the values; default: keys.")
+    n_heads: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Must divide d_model; default 2.")
+    weights: ToyWeights | None = None
+    causal: bool = Field(False, description="Hide key j from query i when j > i.")
+    variant: ToyVariant = Field("scaled_dot", description="How scores become weights (see the route).")
+    temperature: Temperature = Field(1.0, description="Divides the scaled scores before the weights (every variant).")
+    seed: int = Field(0, ge=0, le=TOY_MAX_SEED, description="The draw of sample and gumbel, and of seeded defaults.")
+    straight_through: bool = Field(False, description="gumbel only: the forward weights are one-hot.")
+    d_keys: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Per-head width of q and k; d_model/n_heads.")
+    d_values: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Per-head width of v; d_model/n_heads.")
+    additive: ToyAdditive | None = Field(None, description="variant additive only; default seeded, d_attn = d_keys.")
+    positions: ToyPositions = Field("none", description="none, sinusoidal (X + P), rope (q, k rotated), alibi (bias).")
+    hidden_keys: HiddenKeys = Field(default_factory=list, description="Distinct key indices hidden from every query.")
+
+
+class ToySteps(Steps[QKV]):
+    """The steps of multi-head attention in order; per-head stacks are (head, query, ...)."""
+
+    input: QKV = Field(description="The three inputs before projection: q (L x d_model), k and v (S x d_model).")
+
+
+class ToyWeightsUsed(BaseModel):
+    q: Matrix
+    k: Matrix
+    v: Matrix
+    o: Matrix
+
+
+class ToyAdditiveUsed(BaseModel):
+    w_q: Stack
+    w_k: Stack
+    v: Matrix
+
+
+class ToyResponse(BaseModel):
+    d_model: int
+    n_heads: int
+    d_head: int = Field(description="d_keys, the width of each head's q and k.")
+    d_keys: int
+    d_values: int
+    scale: float = Field(description="The factor of the scale step: 1/sqrt(d_keys) (scaled_dot, hard, sample, "
+                         "gumbel) or 1 (dot, additive), divided by the temperature.")
+    variant: str
+    temperature: float
+    seed: int
+    straight_through: bool
+    positions: str
+    hidden_keys: list[int]
+    weights: ToyWeightsUsed = Field(description="The weights used (in x out), defaults included.")
+    additive: ToyAdditiveUsed | None = Field(None, description="The additive parameters used; null otherwise.")
+    soft: Stack | None = Field(None, description="Hard variants (hard, sample, straight-through gumbel): the "
+                               "softmax (h x L x S) the one-hot weights came from; null otherwise.")
+    steps: ToySteps
+
+
+class ToyBackwardRequest(ToyRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {},
+        {"variant": "hard"},
+        {"queries": [[1, 0, 1, 0], [0, 2, 0, 1]], "keys": [[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1]],
+         "values": [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]], "n_heads": 2, "d_keys": 2, "d_values": 1,
+         "upstream": [[1, 0, 0, 0], [0, 0, 0, -1]]},
+        {"variant": "gumbel", "straight_through": True, "positions": "rope", "causal": True, "seed": 3},
+    ))
+
+    upstream: ToyMatrix | None = Field(
+        None, description="L x d_model: dL/d output, the gradient arriving at the layer's output (one row per "
+        "query). Default: all ones, the gradient of the sum of the outputs.")
+
+
+PerHead = Stack  # [h][rows][cols]
+
+
+class ToyGradients(BaseModel):
+    """Every gradient of the loss, named after the forward's steps and weights (batch axis dropped)."""
+
+    output: Matrix = Field(description="L x d_model: the upstream gradient itself.")
+    w_o: Matrix = Field(description="(n_heads·d_values) x d_model, in x out: Σ_t concat[t]ᵀ · upstream[t].")
+    b_o: list[float] = Field(description="d_model: Σ_t upstream[t].")
+    concat: Matrix = Field(description="L x (n_heads·d_values): upstream · W_oᵀ.")
+    weighted_sum: PerHead = Field(description="h x L x d_values: head h's columns of concat's gradient.")
+    v: PerHead = Field(description="h x S x d_values: Aᵀ · dctx_h.")
+    softmax: PerHead = Field(description="h x L x S: the weights' gradient dA = dctx_h · V_hᵀ.")
+    scores: PerHead = Field(description="h x L x S: with respect to the raw scores q·kᵀ (the scale factor "
+                            "inside): A ⊙ (dA − rowsum(dA ⊙ A)) × scale; zeros for hard and sample.")
+    q: PerHead = Field(description="h x L x d_keys: dS · K (before RoPE's rotation when positions is rope).")
+    k: PerHead = Field(description="h x S x d_keys: dSᵀ · Q (before RoPE's rotation when positions is rope).")
+    q_rotated: PerHead | None = Field(None, description="positions rope: the rotated q's gradient dS · K; else null.")
+    k_rotated: PerHead | None = Field(None, description="positions rope: the rotated k's gradient dSᵀ · Q; else null.")
+    w_q: Matrix = Field(description="d_model x (n_heads·d_keys), in x out: Σ_t x[t]ᵀ · dq[t].")
+    w_k: Matrix = Field(description="d_model x (n_heads·d_keys), in x out.")
+    w_v: Matrix = Field(description="d_model x (n_heads·d_values), in x out.")
+    b_q: list[float]
+    b_k: list[float]
+    b_v: list[float]
+    queries: Matrix = Field(description="L x d_model: dL/d the queries' inputs, dq · W_qᵀ.")
+    keys: Matrix = Field(description="S x d_model: dL/d the keys' inputs, dk · W_kᵀ.")
+    values: Matrix = Field(description="S x d_model: dL/d the values' inputs, dv · W_vᵀ.")
+    input: Matrix | None = Field(None, description="Self-attention (keys and values not sent): dL/dX, the sum "
+                                 "of queries, keys and values; null otherwise.")
+    additive_w_q: Stack | None = Field(None, description="variant additive: h x d_keys x d_attn; else null.")
+    additive_w_k: Stack | None = Field(None, description="variant additive: h x d_keys x d_attn; else null.")
+    additive_v: Matrix | None = Field(None, description="variant additive: h x d_attn; else null.")
+
+
+class BackwardCheck(BaseModel):
+    max_abs_diff: float = Field(description="The largest |attnscope − autograd| over every compared gradient.")
+    max_rel_diff: float = Field(description="max_abs_diff divided by the largest |autograd| of every gradient.")
+    bound: float = Field(description="The largest max_rel_diff float64 rounding can explain: 64 · n · ε, n the "
+                         "longest axis a product sums over, ε = 2⁻⁵²; the check passes when max_rel_diff ≤ bound.")
+    worst: str | None = Field(description="The gradient with the largest difference; null when all are equal.")
+    compared: list[str] = Field(description="The gradients compared (autograd has no gradient for one-hot weights).")
+    reference: Literal["torch.autograd float64"] = "torch.autograd float64"
+
+
+class ToyBackwardResponse(BaseModel):
+    forward: ToyResponse = Field(description="The /api/v1/toy answer of the same request.")
+    gradients: ToyGradients
+    check: BackwardCheck = Field(description="attnscope's backward against torch.autograd on the same forward.")
+    flow: Literal["softmax", "none", "straight_through"] = Field(
+        description="How the scores get their gradient: `softmax` (through the weights' softmax or Gumbel-"
+        "softmax), `none` (hard, sample: one-hot weights do not depend on the scores; scores, q, k, W_q, W_k, "
+        "b_q, b_k get zeros), `straight_through` (gumbel: one-hot forward, the soft weights' gradient backward).")
+    note: str = Field(description="The same in one English sentence.")
+    upstream: Matrix = Field(description="The upstream gradient used (L x d_model).")
+    upstream_default: bool = Field(description="Whether upstream is the default, all ones.")

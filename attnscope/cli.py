@@ -1,0 +1,93 @@
+"""Command line: `attnscope serve`, and the commands of attnscope/commands.py (models, attention)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import uvicorn
+
+from app.settings import Settings
+from attnscope import commands
+from model.checkpoints import check_device, load
+from model.errors import CheckpointError, DeviceError
+
+
+def bind_warning(host: str) -> str | None:
+    """A warning when the address exposes the server beyond this machine."""
+    if host in ("0.0.0.0", "::", ""):
+        return f"warning: binding {host or 'all interfaces'} exposes attnscope to every network this machine is on"
+    return None
+
+
+def add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser], settings: Settings) -> None:
+    serve = sub.add_parser("serve", help="serve the explorer and the REST API")
+    serve.add_argument("--host", default=settings.host, help=f"address to bind (default {settings.host})")
+    serve.add_argument("--port", type=int, default=settings.port, help=f"port (default {settings.port})")
+    serve.add_argument("--model", action="append", default=[], metavar="PATH", type=Path,
+                       help="a local Hugging Face checkpoint directory to serve too (repeatable; "
+                            "BERT, RoBERTa, DistilBERT, ELECTRA, GPT-2)")
+    serve.add_argument("--device", choices=("cpu", "cuda"), default=settings.device,
+                       help=f"where the models run (default {settings.device}); cuda needs a CUDA build of torch")
+    serve.add_argument("--workers", type=int, default=settings.workers,
+                       help="worker processes, each with its own models and cache (default 1); "
+                            "see docs/deploy.md")
+
+
+def serve(args: argparse.Namespace, settings: Settings) -> int:
+    if args.workers < 1:
+        print("attnscope: --workers must be 1 or more", file=sys.stderr)
+        return 2
+    # The server's settings are read from the environment, in every worker process.
+    paths = [*settings.model_paths, *(p.expanduser().resolve() for p in args.model)]
+    if paths:
+        os.environ["ATTNSCOPE_MODEL_PATHS"] = os.pathsep.join(str(p) for p in paths)
+    os.environ["ATTNSCOPE_DEVICE"] = args.device
+    os.environ["ATTNSCOPE_HOST"] = args.host
+    jobs_dir: str | None = None
+    if args.workers > 1:
+        # uvicorn starts a worker again whenever one exits: a worker that cannot start would never stop
+        # restarting, so the device and every checkpoint are checked here first.
+        try:
+            check_device(args.device)
+            for path in paths:
+                load(path)
+        except (CheckpointError, DeviceError) as exc:
+            print(f"attnscope cannot start: {exc}", file=sys.stderr)
+            return 1
+        if settings.jobs_dir is None:  # the workers share the Iris training jobs through it
+            jobs_dir = tempfile.mkdtemp(prefix="attnscope-jobs-")
+            os.environ["ATTNSCOPE_JOBS_DIR"] = jobs_dir
+    warning = bind_warning(args.host)
+    if warning:
+        print(warning, file=sys.stderr)
+    print(f"attnscope: serving on http://{args.host}:{args.port}", file=sys.stderr)
+    try:
+        # A new worker imports torch and loads every model before it answers the supervisor's health check:
+        # uvicorn's 5 s default killed and restarted workers on a busy machine.
+        uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info",
+                    workers=args.workers if args.workers > 1 else None, timeout_worker_healthcheck=60)
+    finally:
+        if jobs_dir is not None:
+            shutil.rmtree(jobs_dir, ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = Settings()
+    parser = argparse.ArgumentParser(prog="attnscope", description="See what attention does inside a transformer.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_serve(sub, settings)
+    commands.add_parsers(sub)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return serve(args, settings)
+    return commands.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Reading a model: `load` is the one way in, for a known id ("minilm", shipped in a package) and for a
+local Hugging Face checkpoint directory alike, and returns the one loaded-model type, LoadedModel.
+
+config.json's model_type picks the family module: BERT, RoBERTa, DistilBERT and ELECTRA (`bert`) become
+post-LayerNorm Transformers, GPT-2 (`gpt2`) a causal pre-LayerNorm one (model/nets/). `files` reads
+the weights (model.safetensors, its sharded index, or pytorch_model.bin with weights_only) and builds the
+tokenizer; `registry` holds the known ids; `batch` runs several inputs in one padded forward. Nothing is
+fetched from a model hub and transformers is never imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from model.checkpoints import bert, gpt2
+from model.checkpoints.files import SUPPORTED, Parts, checkpoint_error, read_config
+from model.checkpoints.loaded import LoadedModel, ModelSpec
+from model.checkpoints.registry import MODELS, local_id
+from model.errors import DeviceError, UnknownModel
+
+DEVICES = ("cpu", "cuda")
+
+__all__ = ["DEVICES", "SUPPORTED", "LoadedModel", "ModelSpec", "check_device", "load", "read_checkpoint"]
+
+
+def check_device(device: str) -> None:
+    """DeviceError for a device other than cpu and cuda, and for cuda when this torch has none."""
+    if device not in DEVICES:
+        raise DeviceError(f"device {device!r} is not supported; use one of {', '.join(DEVICES)}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("device 'cuda' was asked for, but torch.cuda.is_available() is False here "
+                          "(a CPU-only torch, or no GPU); use device 'cpu'")
+
+
+def read_checkpoint(directory: Path | str) -> Parts:
+    """The network and tokenizer in a checkpoint directory, and what its family says about it.
+
+    Raises CheckpointError naming the file and the problem (missing file, unsupported model_type,
+    a tensor that is missing or does not fit the config) and the supported architectures."""
+    directory = Path(directory).expanduser()
+    if not directory.is_dir():
+        raise checkpoint_error(directory, "is not a checkpoint directory")
+    raw = read_config(directory)
+    kind = raw.get("model_type")
+    if kind in bert.ARCHITECTURES:
+        return bert.load(directory, raw)
+    if kind in gpt2.ARCHITECTURES:
+        return gpt2.load(directory, raw)
+    raise checkpoint_error(directory / "config.json", f"model_type {kind!r} is not supported")
+
+
+def load(name_or_path: str | Path, device: str = "cpu", *, taken: Iterable[str] = (),
+         directory: Path | None = None) -> LoadedModel:
+    """A known model id ("minilm") or a local checkpoint directory, loaded in eval mode on `device`.
+
+    `taken`: ids already in use, which a directory's id avoids (local_id); `directory`: where a known id's
+    files are when not where its spec locates them. Raises DeviceError first (check_device), then
+    UnknownModel (naming the known ids) for a name that is neither, CheckpointError for a directory
+    that does not hold a supported checkpoint."""
+    check_device(device)
+    key = str(name_or_path)
+    if key in MODELS:
+        spec = MODELS[key]
+        parts = read_checkpoint(directory or spec.locate())
+    elif Path(key).expanduser().is_dir():
+        path = Path(key).expanduser().resolve()
+        parts = read_checkpoint(path)
+        cfg = parts.net.cfg
+        spec = ModelSpec(id=local_id(path, [*MODELS, *taken]),
+                         name=f"{path.name} ({parts.architecture}, {cfg.n_layers} layers x {cfg.n_heads} heads)",
+                         architecture=parts.architecture, pairs=parts.pairs, causal=parts.causal,
+                         locate=lambda: path, local=True)
+    else:
+        raise UnknownModel(key, list(MODELS), hint="or the path of a checkpoint directory")
+    return LoadedModel(parts.net.eval(), parts.tokenizer, spec, parts.uses_segments).to(device)

@@ -1,0 +1,129 @@
+"""One loaded model (LoadedModel: network, tokenizer, spec) and what it answers: hidden states, every
+layer's attention maps, and the steps of one layer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import torch
+
+from model.checkpoints.tokenizer import Encoded, Tokenizer
+from model.maps import AttentionMaps, quantize_u16
+from model.nets.config import NetConfig
+from model.nets.edit import Edit
+from model.nets.transformer import Transformer
+from model.trace import StepValue, Trace, select
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the model list says about a model: its id, a name for people, config.json's model_type
+    (`architecture`), whether it takes a second segment (`pairs`) and whether each token sees only the
+    tokens before it (`causal`)."""
+
+    id: str
+    name: str
+    architecture: str
+    pairs: bool
+    causal: bool
+    locate: Callable[[], Path]  # the checkpoint directory used unless settings name another
+    local: bool = False  # a directory the user named; its path is never put in an API answer
+
+
+@dataclass
+class LoadedModel:
+    """A network with its tokenizer and spec, the one type every loaded model has: text in, hidden
+    states and traces out. Made by model.checkpoints.load.
+
+    `net` is the Transformer its config describes (model/nets/). `uses_segments` False: token types are all 0 whatever
+    the tokenizer says (RoBERTa, DistilBERT, GPT-2)."""
+
+    net: Transformer
+    tokenizer: Tokenizer
+    spec: ModelSpec
+    uses_segments: bool = True
+
+    @property
+    def cfg(self) -> NetConfig:
+        return self.net.cfg
+
+    @property
+    def architecture(self) -> str:
+        return self.spec.architecture
+
+    @property
+    def causal(self) -> bool:
+        return self.spec.causal
+
+    @property
+    def pairs(self) -> bool:
+        return self.spec.pairs
+
+    @property
+    def device(self) -> torch.device:
+        return self.net.embeddings.word.weight.device
+
+    @property
+    def lm_head(self) -> bool:
+        """Whether the model predicts next tokens (the logit lens needs it): a tied LM head."""
+        return self.net.cfg.tied_head
+
+    @property
+    def decoder(self) -> Transformer:
+        """The network, when it has an LM head; TypeError for one without (check `lm_head` first)."""
+        if not self.lm_head:
+            raise TypeError(f"model {self.spec.id!r} ({self.architecture}) has no LM head")
+        return self.net
+
+    def to(self, device: str | torch.device) -> LoadedModel:
+        """Moves the weights to `device` ("cpu", "cuda"); inputs follow them, and traced values and
+        answers always come back on the CPU."""
+        self.net.to(device)
+        return self
+
+    def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None) -> torch.Tensor:
+        """Forward one tokenized input (with a what-if edit when given); returns the last hidden state (1, T, D)."""
+        ids = torch.tensor([encoded.ids], device=self.device)  # (1, T)
+        segments = torch.tensor([encoded.segments], device=self.device) if self.uses_segments else torch.zeros_like(ids)
+        hidden: torch.Tensor = self.net(ids, segments, trace=trace, edit=edit)  # (1, T, D)
+        return hidden.cpu()
+
+    def attention_maps(self, encoded: Encoded, compact: bool = False,
+                       on_layer: Callable[[int, torch.Tensor], None] | None = None,
+                       edit: Edit | None = None) -> AttentionMaps:
+        """Every layer's and head's attention weights for one input, float32 or (compact) uint16.
+
+        A compact layer is quantized right after its softmax, inside the forward, so its float32
+        weights are freed with the layer. `on_layer(layer, maps)` is called with each layer's
+        (H, T, T) maps as soon as they exist, while the later layers are still to run.
+        """
+        cfg, n = self.cfg, len(encoded)
+        # Compact layers are slices of one (L, H, T, T) buffer: one allocation, freed as one (at 512 tokens
+        # it is 38 MB, which glibc maps on its own and returns to the OS when freed). One small block per layer
+        # instead left holes in the heap among the forward's scratch buffers: RSS rose 85 MB per 512-token
+        # answer until the next malloc_trim.
+        stack = torch.empty((cfg.n_layers, cfg.n_heads, n, n), dtype=torch.uint16) if compact else None  # (L, H, T, T)
+
+        def keep(layer: int, step: str, weights: StepValue) -> StepValue:
+            block = cast(torch.Tensor, weights)[0]  # (H, T, T): the softmax step records one tensor
+            if stack is not None:
+                block = quantize_u16(block, out=stack[layer])
+            if on_layer is not None:
+                on_layer(layer, block)
+            return block
+
+        trace = Trace(steps=("softmax",), on_record=keep)
+        self.run(encoded, trace, edit)
+        return AttentionMaps(tuple(trace.tensor(i, "softmax") for i in range(self.cfg.n_layers)))
+
+    def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:
+        """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`."""
+        trace = Trace(layers=[layer])
+        self.run(encoded, trace)
+        return select(trace[layer], heads)
+
+    def attention_scale(self, layer: int) -> float:
+        return self.net.block(layer).attention.scale

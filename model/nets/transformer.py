@@ -1,0 +1,128 @@
+"""One transformer network, configured: every family attnscope runs is a NetConfig of this one class.
+
+What differs between families is in the config, not in subclasses: where the LayerNorms sit (`post`:
+BERT's x = norm(x + sublayer(x)), with a LayerNorm on the embeddings; `pre`: GPT-2's x = x +
+sublayer(norm(x)), with a final LayerNorm), whether a query sees only the keys before it (`causal`),
+the MLP's activation, how the scores are scaled (1/√d_head, 1, or also 1/(layer + 1)), token-type
+embeddings, and a tied LM head (the word embeddings, read back by `unembed`). Every block runs the same
+MultiHeadAttention (model/nets/attention.py), one small function per step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+import torch
+from torch import nn
+
+from model.nets.attention import MultiHeadAttention, causal_mask, key_padding_mask
+from model.nets.config import ACTIVATIONS, NetConfig
+from model.trace import LayerRecorder, Trace
+
+if TYPE_CHECKING:
+    from model.nets.edit import Edit
+
+
+class Embeddings(nn.Module):
+    """Word + learned position (+ token-type) embeddings; LayerNorm after them in a post-norm network."""
+
+    def __init__(self, cfg: NetConfig) -> None:
+        super().__init__()
+        self.word = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.position = nn.Embedding(cfg.max_positions, cfg.d_model)
+        self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm_place == "post" else None
+
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
+        x = self.word(ids) + self.position(positions)  # (B, T, D)
+        if self.token_type is not None:
+            x = x + self.token_type(segments)  # (B, T, D)
+        out: torch.Tensor = x if self.norm is None else self.norm(x)
+        return out
+
+
+class Block(nn.Module):
+    """Self-attention and an MLP, each with a residual connection and a LayerNorm before (pre) or after
+    (post) it."""
+
+    def __init__(self, cfg: NetConfig, layer: int) -> None:
+        super().__init__()
+        self.pre_norm = cfg.norm_place == "pre"
+        self.attention_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, scale=cfg.attention_scale(layer))
+        self.ff_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.activation = ACTIVATIONS[cfg.activation]
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None,
+        edit: Edit | None = None,
+    ) -> torch.Tensor:
+        if self.pre_norm:
+            x = x + self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit)  # (B, T, D)
+            hidden = self.activation(self.ff_in(self.ff_norm(x)))  # (B, T, d_ff)
+            added: torch.Tensor = x + self.ff_out(hidden)  # (B, T, D)
+            return added
+        x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit))  # (B, T, D)
+        hidden = self.activation(self.ff_in(x))  # (B, T, d_ff)
+        out: torch.Tensor = self.ff_norm(x + self.ff_out(hidden))  # (B, T, D)
+        return out
+
+
+class Transformer(nn.Module):
+    """Token ids (and segment ids) in, the last hidden state out (after the final LayerNorm of a pre-norm
+    network)."""
+
+    def __init__(self, cfg: NetConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embeddings: Embeddings = Embeddings(cfg)  # a family may put a subclass here (model/checkpoints/bert.py)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.final_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm_place == "pre" else None
+
+    @torch.inference_mode()
+    def forward(
+        self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None,
+        edit: Edit | None = None, padding: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """ids, segments: (B, T) int64 (segments: zeros when None; unused without token types). Records into
+        `trace` when one is given.
+
+        `edit` (model/nets/edit.py) changes heads of its layer; every later layer runs on the edited
+        hidden state, and the layers before it are computed exactly as without an edit. Its indices are
+        checked against this network and input first (domain errors, loc under "edit").
+
+        A causal network hides the keys after each query (-inf before the softmax: the `mask` step shows
+        the upper triangle). `padding`: (B, T) bool, True at the padding of a batch of inputs of different
+        lengths; those keys are hidden from every query as well, so each input's real tokens get the
+        numbers they get alone (pad a causal network on the right, so that every real token keeps its
+        position); the padding's own rows mean nothing. None: no padding."""
+        t = ids.shape[1]
+        if t > self.cfg.max_positions:
+            raise ValueError(f"{t} tokens exceed the model's limit of {self.cfg.max_positions}")
+        if edit is not None:
+            edit.check(self.cfg.n_layers, self.cfg.n_heads, t)
+        segments = torch.zeros_like(ids) if segments is None else segments
+        mask = causal_mask(t).to(ids.device) if self.cfg.causal else None  # (T, T)
+        if padding is not None:
+            padded = key_padding_mask(padding)  # (B, 1, 1, T)
+            mask = padded if mask is None else mask + padded  # (B, 1, T, T)
+        x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask=mask, record=trace.recorder(i) if trace is not None else None,
+                      edit=edit if edit is not None and edit.layer == i else None)
+        return x if self.final_norm is None else self.final_norm(x)
+
+    def block(self, layer: int) -> Block:
+        return cast(Block, self.blocks[layer])
+
+    def unembed(self, residual: torch.Tensor) -> torch.Tensor:
+        """Next-token logits of a residual stream (…, D): the final LayerNorm, then the tied word embeddings
+        (GPT-2's LM head); for the last layer's stream these are the network's own logits. Only for a
+        network with a tied LM head (NetConfig.tied_head)."""
+        if not self.cfg.tied_head or self.final_norm is None:
+            raise TypeError("this network has no tied LM head")
+        logits: torch.Tensor = self.final_norm(residual) @ self.embeddings.word.weight.T  # (…, V)
+        return logits
