@@ -33,6 +33,15 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)  # (B, H, T, Dh)
 
 
+def share_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Grouped-query attention: each of the G key-value heads serves n_heads / G query heads in a row
+    (head h reads key-value head h // (n_heads / G)); G = n_heads leaves x as it is."""
+    groups = x.shape[1]
+    if groups == n_heads:
+        return x
+    return x.repeat_interleave(n_heads // groups, dim=1)  # (B, G, S, Dh) -> (B, H, S, Dh)
+
+
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """Inverse of split_heads: heads side by side again (concat)."""
     b, h, t, dh = x.shape
@@ -100,10 +109,13 @@ def ablate_heads(mixed: torch.Tensor, heads: list[int]) -> torch.Tensor:
     return mixed * head_factor(mixed.shape[1], heads, 0.0)  # (B, H, T, Dv)
 
 
-def causal_mask(t: int, s: int | None = None) -> torch.Tensor:
-    """Additive mask hiding key j from query i when j > i (top-left aligned)."""
+def causal_mask(t: int, s: int | None = None, window: int | None = None) -> torch.Tensor:
+    """Additive mask hiding key j from query i when j > i (top-left aligned), and with a sliding `window`
+    also when j ≤ i − window (query i sees keys i − window + 1 .. i)."""
     s = t if s is None else s
     hidden = torch.ones(t, s, dtype=torch.bool).triu(diagonal=1)  # (T, S)
+    if window is not None:
+        hidden |= torch.ones(t, s, dtype=torch.bool).tril(diagonal=-window)  # (T, S)
     return torch.zeros(t, s).masked_fill(hidden, float("-inf"))
 
 
@@ -124,27 +136,34 @@ class MultiHeadAttention(nn.Module):
 
     Per-head widths d_keys (q and k) and d_values (v) default to d_model / n_heads, as in the
     AttentionLayer of the notes: W_q, W_k are d_model x H*d_keys, W_v d_model x H*d_values and
-    W_o H*d_values x d_model. The scoring (`score`), weighting (`weigh`) and an optional rotation
-    of q and k after the split (`rotate`) are plain functions that model/lab/variants.py and
-    model/nets/positions.py swap in; the defaults are scaled dot-product softmax attention.
+    W_o H*d_values x d_model. With n_kv_heads G < H (grouped-query attention; G = 1: multi-query) W_k
+    and W_v make G heads only, each shared by H / G query heads (share_heads); the `split` step shows
+    every query head's keys and values. `bias` False: no projection has a bias. The scoring (`score`),
+    weighting (`weigh`) and an optional rotation of q and k after the split (`rotate`) are plain
+    functions that model/lab/variants.py and model/nets/positions.py swap in; the defaults are scaled
+    dot-product softmax attention.
     """
 
     def __init__(
         self, d_model: int, n_heads: int, scale: float | None = None,
-        d_keys: int | None = None, d_values: int | None = None,
+        d_keys: int | None = None, d_values: int | None = None, n_kv_heads: int | None = None, bias: bool = True,
     ) -> None:
         super().__init__()
         if (d_keys is None or d_values is None) and d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
+        kv = n_heads if n_kv_heads is None else n_kv_heads
+        if kv < 1 or n_heads % kv:
+            raise ValueError(f"n_kv_heads {kv} does not divide n_heads {n_heads}")
         self.n_heads = n_heads
+        self.n_kv_heads = kv
         self.d_keys = d_model // n_heads if d_keys is None else d_keys
         self.d_values = d_model // n_heads if d_values is None else d_values
         self.d_head = self.d_keys
         self.scale = 1.0 / math.sqrt(self.d_keys) if scale is None else scale
-        self.query = nn.Linear(d_model, n_heads * self.d_keys)
-        self.key = nn.Linear(d_model, n_heads * self.d_keys)
-        self.value = nn.Linear(d_model, n_heads * self.d_values)
-        self.output = nn.Linear(n_heads * self.d_values, d_model)
+        self.query = nn.Linear(d_model, n_heads * self.d_keys, bias=bias)
+        self.key = nn.Linear(d_model, kv * self.d_keys, bias=bias)
+        self.value = nn.Linear(d_model, kv * self.d_values, bias=bias)
+        self.output = nn.Linear(n_heads * self.d_values, d_model, bias=bias)
         self.score: Score = attention_scores
         self.weigh: Weigh = softmax_rows
         self.rotate: Rotate | None = None
@@ -174,8 +193,8 @@ class MultiHeadAttention(nn.Module):
         v = project(values, self.value)  # (B, S, H*Dv)
         rec("project", {"q": q, "k": k, "v": v})
         qh = split_heads(q, self.n_heads)  # (B, H, T, Dk)
-        kh = split_heads(k, self.n_heads)  # (B, H, S, Dk)
-        vh = split_heads(v, self.n_heads)  # (B, H, S, Dv)
+        kh = share_heads(split_heads(k, self.n_kv_heads), self.n_heads)  # (B, H, S, Dk)
+        vh = share_heads(split_heads(v, self.n_kv_heads), self.n_heads)  # (B, H, S, Dv)
         if self.rotate is not None:
             qh, kh = self.rotate(qh), self.rotate(kh)
         rec("split", {"q": qh, "k": kh, "v": vh})

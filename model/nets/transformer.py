@@ -1,10 +1,11 @@
 """One transformer network, configured: every family attnscope runs is a NetConfig of this one class.
 
-What differs between families is in the config, not in subclasses: where the LayerNorms sit (`post`:
-BERT's x = norm(x + sublayer(x)), with a LayerNorm on the embeddings; `pre`: GPT-2's x = x +
-sublayer(norm(x)), with a final LayerNorm), whether a query sees only the keys before it (`causal`),
-the MLP's activation, how the scores are scaled (1/√d_head, 1, or also 1/(layer + 1)), token-type
-embeddings, and a tied LM head (the word embeddings, read back by `unembed`). Every block runs the same
+What differs between families is in the config, not in subclasses: the norm (LayerNorm or RMSNorm) and
+where it sits (`post`: BERT's x = norm(x + sublayer(x)), with a norm on the embeddings; `pre`: GPT-2's
+x = x + sublayer(norm(x)), with a final norm), whether a query sees only the keys before it (`causal`,
+and a sliding `window`), query and key-value heads, the MLP (plain or gated) and its activation, biases,
+how the scores are scaled (1/√d_head, 1, or also 1/(layer + 1)), token-type embeddings, and a tied LM
+head (the word embeddings, read back by `unembed`). Every block runs the same
 MultiHeadAttention (model/nets/attention.py), one small function per step.
 """
 
@@ -23,6 +24,13 @@ if TYPE_CHECKING:
     from model.nets.edit import Edit
 
 
+def make_norm(cfg: NetConfig) -> nn.Module:
+    """The network's norm over d_model: LayerNorm, or RMSNorm (no mean subtracted, no bias)."""
+    if cfg.norm == "rms":
+        return nn.RMSNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+
+
 class Embeddings(nn.Module):
     """Word + learned position (+ token-type) embeddings; LayerNorm after them in a post-norm network."""
 
@@ -31,7 +39,7 @@ class Embeddings(nn.Module):
         self.word = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.position = nn.Embedding(cfg.max_positions, cfg.d_model)
         self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
-        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm_place == "post" else None
+        self.norm = make_norm(cfg) if cfg.norm_place == "post" else None
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
@@ -43,18 +51,29 @@ class Embeddings(nn.Module):
 
 
 class Block(nn.Module):
-    """Self-attention and an MLP, each with a residual connection and a LayerNorm before (pre) or after
-    (post) it."""
+    """Self-attention and an MLP, each with a residual connection and a norm before (pre) or after (post)
+    it."""
 
     def __init__(self, cfg: NetConfig, layer: int) -> None:
         super().__init__()
         self.pre_norm = cfg.norm_place == "pre"
-        self.attention_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, scale=cfg.attention_scale(layer))
-        self.ff_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.attention_norm = make_norm(cfg)
+        self.attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, scale=cfg.attention_scale(layer),
+                                            n_kv_heads=cfg.kv_heads, bias=cfg.bias)
+        self.ff_norm = make_norm(cfg)
+        self.ff_gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias) if cfg.mlp == "gated" else None
+        self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
+        self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
         self.activation = ACTIVATIONS[cfg.activation]
+
+    def mlp(self, x: torch.Tensor) -> torch.Tensor:
+        """out(act(in(x))), or gated: out(act(gate(x)) ⊙ in(x)) (SwiGLU, GeGLU)."""
+        if self.ff_gate is None:
+            hidden = self.activation(self.ff_in(x))  # (B, T, d_ff)
+        else:
+            hidden = self.activation(self.ff_gate(x)) * self.ff_in(x)  # (B, T, d_ff)
+        out: torch.Tensor = self.ff_out(hidden)  # (B, T, D)
+        return out
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None,
@@ -62,12 +81,10 @@ class Block(nn.Module):
     ) -> torch.Tensor:
         if self.pre_norm:
             x = x + self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit)  # (B, T, D)
-            hidden = self.activation(self.ff_in(self.ff_norm(x)))  # (B, T, d_ff)
-            added: torch.Tensor = x + self.ff_out(hidden)  # (B, T, D)
+            added: torch.Tensor = x + self.mlp(self.ff_norm(x))  # (B, T, D)
             return added
         x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit))  # (B, T, D)
-        hidden = self.activation(self.ff_in(x))  # (B, T, d_ff)
-        out: torch.Tensor = self.ff_norm(x + self.ff_out(hidden))  # (B, T, D)
+        out: torch.Tensor = self.ff_norm(x + self.mlp(x))  # (B, T, D)
         return out
 
 
@@ -80,7 +97,7 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.embeddings: Embeddings = Embeddings(cfg)  # a family may put a subclass here (model/checkpoints/bert.py)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
-        self.final_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm_place == "pre" else None
+        self.final_norm = make_norm(cfg) if cfg.norm_place == "pre" else None
 
     @torch.inference_mode()
     def forward(
@@ -105,7 +122,7 @@ class Transformer(nn.Module):
         if edit is not None:
             edit.check(self.cfg.n_layers, self.cfg.n_heads, t)
         segments = torch.zeros_like(ids) if segments is None else segments
-        mask = causal_mask(t).to(ids.device) if self.cfg.causal else None  # (T, T)
+        mask = causal_mask(t, window=self.cfg.window).to(ids.device) if self.cfg.causal else None  # (T, T)
         if padding is not None:
             padded = key_padding_mask(padding)  # (B, 1, 1, T)
             mask = padded if mask is None else mask + padded  # (B, 1, T, T)
