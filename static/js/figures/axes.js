@@ -94,7 +94,29 @@ export function squareAxes({ tickvals, ticktext, x, y, fontSize, tickangle = -50
   };
 }
 
-/** A slim colour bar beside a map. */
-export function mapColorbar(tickformat) {
-  return { thickness: 10, len: 0.9, xpad: 6, outlinewidth: 0, tickformat, tickfont: { size: 11 } };
+/**
+ * The ticks of a colour bar from zmin to zmax: a round step (1, 2 or 5 × 10^k) that gives at most eight
+ * ticks, each written with as many decimals as the step needs, so that no two ticks read the same (a
+ * fixed two decimals wrote 0.01 three times on a difference map of ±0.03).
+ * @returns {{tickvals: number[], ticktext: string[]}}
+ */
+export function colorbarTicks(zmin, zmax) {
+  const span = zmax - zmin;
+  if (!(span > 0) || !Number.isFinite(span)) return { tickvals: [zmin], ticktext: [String(zmin)] };
+  const power = 10 ** Math.floor(Math.log10(span / 4));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => span / s <= 7);
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const tickvals = [];
+  for (let i = Math.ceil(zmin / step - 1e-9); i <= Math.floor(zmax / step + 1e-9); i += 1) tickvals.push(i * step);
+  // (i · step) carries float noise (3 × 0.1 = 0.30000000000000004): toFixed writes the intended number; -0 is 0
+  const ticktext = tickvals.map((v) => (Math.abs(v) < step / 2 ? 0 : v).toFixed(decimals));
+  return { tickvals, ticktext };
+}
+
+/** A slim colour bar beside a map whose colours run from zmin to zmax, its ticks from colorbarTicks. */
+export function mapColorbar(zmin, zmax) {
+  return {
+    thickness: 10, len: 0.9, xpad: 6, outlinewidth: 0, tickfont: { size: 11 }, tickmode: 'array',
+    ...colorbarTicks(zmin, zmax),
+  };
 }

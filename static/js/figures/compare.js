@@ -29,10 +29,10 @@ export function pairLabel(unitA, unitB) {
 /**
  * One heatmap figure.
  * @param {{labels: string[], matrix: number[][], title: string, zmin: number, zmax: number,
- *   colorscale: Array<[number, string]>, size?: number, tickformat?: string}} input labels: raw text
+ *   colorscale: Array<[number, string]>, size?: number}} input labels: raw text
  *   (escaped here), one per row and column; size: the figure's width in pixels (thins the tick labels)
  */
-export function compareFigure({ labels, matrix, title, zmin, zmax, colorscale, size = 480, tickformat = '.2f' }) {
+export function compareFigure({ labels, matrix, title, zmin, zmax, colorscale, size = 480 }) {
   const n = labels.length;
   const safe = labels.map((label) => escapeForPlotly(label));
   const index = safe.map((_, i) => i);
@@ -48,7 +48,7 @@ export function compareFigure({ labels, matrix, title, zmin, zmax, colorscale, s
       colorscale,
       zmin,
       zmax,
-      colorbar: mapColorbar(tickformat),
+      colorbar: mapColorbar(zmin, zmax),
     }],
     layout: {
       title: { text: escapeForPlotly(title), x: 0.5, xanchor: 'center', font: { size: 15 } },
@@ -78,6 +78,6 @@ export function differenceFigure({ unitsA, unitsB, matrix, title, size }) {
   const max = matrixAbsMax(matrix) || 1e-6;
   return compareFigure({
     labels: unitsA.map((unit, i) => pairLabel(unit, unitsB[i])), matrix, title, zmin: -max, zmax: max,
-    colorscale: divergingScale(), size, tickformat: max < 0.01 ? '.1e' : '.3f',
+    colorscale: divergingScale(), size,
   });
 }

@@ -100,7 +100,7 @@ export function attentionHeatmapFigure({
         colorscale: diff ? divergingColorscale() : sequentialColorscale(gamma),
         zmin: diff ? -top : 0,
         zmax: top,
-        colorbar: mapColorbar(kind === 'contribution' && !diff ? '.2~f' : '.2f'),
+        colorbar: mapColorbar(diff ? -top : 0, top),
       },
     ],
     layout: {
