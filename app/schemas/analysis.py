@@ -65,7 +65,8 @@ class MetricsResponse(BaseModel):
         "head reaches; often none, sometimes several."
     )
     thresholds: dict[str, Threshold] = Field(description="label -> its rule.")
-    source: str = Field(description="Where the labels come from, and which thresholds are attnscope's own.")
+    source: str = Field(description="The study the labels follow, as a citation; the thresholds (`thresholds`) are "
+                        "attnscope's own.")
 
 
 class ContributionsRequest(TextRequest):

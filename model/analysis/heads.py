@@ -88,12 +88,11 @@ def head_metrics(maps: Maps, kinds: TokenKinds) -> dict[str, torch.Tensor]:
     return {name: torch.stack(values).float() for name, values in out.items()}
 
 
+# The study the labels follow, as a citation (its title in its own language); what the labels mean and
+# their thresholds, which are attnscope's own, are in `label_thresholds` and the rules' words.
 LABEL_SOURCE = (
     "Clark, Khandelwal, Levy and Manning (2019), \"What Does BERT Look At? An Analysis of BERT's Attention\", "
-    "BlackboxNLP, section 3 (arXiv:1906.04341): heads that put most of their attention on the previous or next "
-    "token, on [SEP] (over half of it in BERT's middle layers), on [CLS] or on the token itself, and heads that "
-    "attend broadly (high entropy). The thresholds are attnscope's: a share of at least SHARE_THRESHOLD, and for "
-    "broad an entropy of at least BROAD_FRACTION of a uniform row's, ln N."
+    "BlackboxNLP, section 3 (arXiv:1906.04341)"
 )
 SHARE_THRESHOLD = 0.5  # "most of the attention": at least half of each row's weight, on average
 BROAD_FRACTION = 0.8  # broad: mean row entropy at least 80% of the uniform row's ln N

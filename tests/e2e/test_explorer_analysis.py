@@ -6,6 +6,7 @@ the segment boundary, zooming into a long input, and the modules the cold page p
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import wait_until
+from .helpers import switch_to_chinese, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = "the cat sat on a mat and then the dog ran to it".split()
@@ -112,6 +113,13 @@ def test_metrics_table_sorts_selects_and_states_its_thresholds(page: Page, api):
     expect(page.locator("#metrics-thresholds")).to_contain_text("Clark")
     broad = expected["thresholds"]["broad"]["at_least"]
     expect(page.locator("#metrics-thresholds")).to_contain_text(f"{broad:.3f}")
+    # the thresholds in words, with the numbers the answer's rules hold: the share, and broad's entropy over ln N
+    share = expected["thresholds"]["previous"]["at_least"]
+    fraction = broad / math.log(len(expected["tokens"]))
+    expect(page.locator("#metrics-thresholds")).to_contain_text(
+        f"at least {share:g} of each row's attention on average; broad needs a mean row entropy of at least "
+        f"{fraction:.3g} of a uniform row's, ln N")
+    assert "_" not in (page.locator("#metrics-thresholds").text_content() or "")  # no variable names
 
     # Sort by entropy: highest first, then lowest first; the order is the API's.
     entropy = np.array(expected["metrics"]["entropy"])
@@ -144,6 +152,14 @@ def test_metrics_table_sorts_selects_and_states_its_thresholds(page: Page, api):
     expect(page).to_have_url(re.compile(r"colour=to_sep"))
     share = np.array(expected["metrics"]["to_sep"])
     expect(page.locator("#colour-note")).to_contain_text(f"from {share.min():.3f} to {share.max():.3f}")
+
+    # In Chinese the thresholds are stated in Chinese, with the same numbers; only the cited title stays English.
+    switch_to_chinese(page)
+    expect(page.locator("#metrics-thresholds")).to_contain_text(
+        f"阈值由 attnscope 自定：占比类标签要求每行平均至少 {expected['thresholds']['previous']['at_least']:g} 的注意力")
+    outside_cite = page.evaluate("""() => Array.from(document.getElementById('metrics-thresholds').childNodes)
+        .filter((node) => node.nodeName !== 'CITE').map((node) => node.textContent).join('')""")
+    assert "threshold" not in outside_cite and "attention" not in outside_cite, outside_cite
 
 
 @pytest.mark.parametrize("n_tokens", [32, 512])

@@ -22,6 +22,22 @@ function thresholdText(thresholds, shown) {
 }
 
 /**
+ * The thresholds in words, with their numbers: a share label's value (the same for each) and the broad
+ * label's entropy as a fraction of a uniform row's ln N (N: the input's tokens).
+ */
+export function ownThresholds(thresholds, tokens) {
+  const rules = Object.values(thresholds || {});
+  const share = rules.find((rule) => rule.metric !== 'entropy');
+  const broad = rules.find((rule) => rule.metric === 'entropy');
+  const fraction = broad && tokens > 1 ? broad.at_least / Math.log(tokens) : null;
+  return t('explorer.metrics.own', {
+    share: share ? String(share.at_least) : '–',
+    broad: fraction === null ? '–' : String(Number(fraction.toPrecision(3))),
+    broadName: labelName('broad'),
+  });
+}
+
+/**
  * The metrics that are 0 for every head of this input whatever the weights, with why: the share to [CLS]
  * when the first token is not one the tokenizer inserted, to [SEP] when no later one is (model/analysis/heads.py
  * token_kinds), to the next token when the model is causal (that key is always masked).
@@ -164,11 +180,13 @@ export function createMetricsTable(els, { onSelect }) {
           rows.push(row);
         }
       }
-      // the source is the server's citation, quoted as it came (in its own language)
+      // the source is the server's citation, quoted as it came (its title in its own language)
       const source = document.createElement('cite');
       source.translate = false;
       source.textContent = answer.source || '';
-      els.thresholds.replaceChildren(t('explorer.metrics.thresholds', { rules: thresholdText(answer.thresholds, shown) }), ' ', source);
+      els.thresholds.replaceChildren(
+        t('explorer.metrics.thresholds', { rules: thresholdText(answer.thresholds, shown) }), ' ',
+        ownThresholds(answer.thresholds, answer.tokens.length), ' ', t('explorer.metrics.source'), ' ', source);
       draw();
     },
     select(layer, head) {
