@@ -22,7 +22,7 @@ import { createEditor } from './views/explorer-edit.js';
 import { createLensPanel, readLens, writeLens } from './views/explorer-lens.js';
 import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
 import { createMetricsTable, inapplicable } from './views/explorer-metrics.js';
-import { createOptions, kindSentence, metricName, scaleSentence } from './views/explorer-options.js';
+import { createOptions, kindSentence, metricName, rowsSentence, scaleSentence } from './views/explorer-options.js';
 import { editBody, readChoices, writeChoices } from './views/explorer-state.js';
 import { createTokenChips } from './views/explorer-tokens.js';
 import { segmentBoundary, transformMaps } from './views/explorer-transform.js';
@@ -45,6 +45,7 @@ const els = {
   queryNote: $('query-note'),
   kindNote: $('kind-note'),
   scaleLegend: $('scale-legend'),
+  rowsLegend: $('rows-legend'),
   scaleKey: $('scale-key'),
   colourNote: $('colour-note'),
   stepsLink: $('steps-link'),
@@ -353,6 +354,7 @@ async function render(state) {
   status.busy(false);
   const top = diff ? matrixAbsMax(matrix) : (zmax || matrixMax(matrix));
   els.scaleLegend.textContent = scaleSentence({ kind, diff, shared: fixed.shared, gamma: fixed.gamma, zmax: top });
+  els.rowsLegend.textContent = rowsSentence({ kind, diff, edited: Boolean(fixed.edit) });
   onScreen = {
     gd: els.heatmap,
     tokens: shape.tokens,

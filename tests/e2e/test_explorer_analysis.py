@@ -303,3 +303,24 @@ new MutationObserver((records, observer) => {
   if (grid && grid.querySelector('button.thumb')) { window.__gridAt = performance.now(); observer.disconnect(); }
 }).observe(document, {childList: true, subtree: true});
 """
+
+
+@pytest.mark.parametrize("params, title, claim", [
+    ({"layer": 1, "head": 2}, "Layer 1 · Head 2", "each row sums to 1"),
+    ({"layer": 1, "head": 2, "kind": "rollout"}, "Rollout up to layer 1", "each row sums to 1"),
+    ({"layer": 1, "head": 2, "kind": "contribution"}, "Layer 1 · Head 2 · contribution ‖αf(x)‖", "rows do not sum to 1"),
+    ({"layer": 1, "head": 2, "edit": 0, "edit_t": 3, "diff": 1}, "Layer 1 · Head 2: edited − unedited",
+     "so each row sums to 0"),
+])
+def test_the_rows_caption_is_true_for_the_map_drawn(page: Page, params, title, claim):
+    """What the caption under the map says its rows add up to, recomputed from the numbers drawn."""
+    page.goto(link(text_of(16), **params))
+    wait_title(page, title)
+    expect(page.locator("#rows-legend")).to_contain_text(claim)
+    sums = drawn(page).sum(axis=1)
+    if claim.endswith("sums to 1"):
+        assert np.abs(sums - 1).max() <= 16 * COMPACT
+    elif claim.endswith("sums to 0"):
+        assert np.abs(sums).max() <= 32 * COMPACT
+    else:
+        assert np.abs(sums - 1).max() > 0.05  # a contribution map: sizes, not shares

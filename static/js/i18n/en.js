@@ -97,7 +97,12 @@ export default {
   "explorer.detail.heading": "Selected head",
   "explorer.detail.steps": "Step through this head →",
   "explorer.detail.stepsTitle": "Every step of layer {layer}, head {head} for query token {query}, with the real numbers",
-  "explorer.detail.legend": "Rows = queries (attending), columns = keys (attended to); each row sums to 1. Click a row to choose the query token that “Step through” opens.",
+  "explorer.rows.shares": "Rows = queries (attending), columns = keys (attended to); each row sums to 1.",
+  "explorer.rows.edited": "Rows = queries (attending), columns = keys (attended to); each row sums to 1, except a row whose every key the edit hides, which is zeros.",
+  "explorer.rows.contribution": "Rows = queries, columns = keys; a cell is the size of what key j adds to query i’s output, so rows do not sum to 1.",
+  "explorer.rows.diff": "Rows = queries, columns = keys; a cell is edited − unedited, and both maps’ rows sum to 1, so each row sums to 0 (−1 for a row whose every key the edit hides: it loses all its weight).",
+  "explorer.rows.diffContribution": "Rows = queries, columns = keys; a cell is the edited contribution’s size minus the unedited one’s.",
+  "explorer.rows.click": "Click a row to choose the query token that “Step through” opens.",
   "explorer.summary": "{tokens} tokens · {layers} layers × {heads} heads · model {model}",
   "explorer.query": "Query token {query}:",
   // ---- steps of multi-head attention (model/steps.py names) ----

@@ -97,7 +97,12 @@ export default {
   "explorer.detail.heading": "选中的头",
   "explorer.detail.steps": "逐步查看这个头 →",
   "explorer.detail.stepsTitle": "用真实数值逐步查看第 {layer} 层第 {head} 头对第 {query} 个查询词元的计算",
-  "explorer.detail.legend": "行是查询（发出注意力），列是键（被关注）；每行之和为 1。点击某一行，选定“逐步查看”要打开的查询词元。",
+  "explorer.rows.shares": "行是查询（发出注意力），列是键（被关注）；每行之和为 1。",
+  "explorer.rows.edited": "行是查询（发出注意力），列是键（被关注）；每行之和为 1，只有所有键都被编辑隐藏的行全为 0。",
+  "explorer.rows.contribution": "行是查询，列是键；每格是键 j 加到查询 i 输出上的向量的大小，所以各行之和不为 1。",
+  "explorer.rows.diff": "行是查询，列是键；每格是编辑后减去编辑前，两张图的每行之和都为 1，所以每行之和为 0（所有键都被编辑隐藏的行为 −1：它失去全部权重）。",
+  "explorer.rows.diffContribution": "行是查询，列是键；每格是编辑后的贡献大小减去编辑前的。",
+  "explorer.rows.click": "点击某一行，选定“逐步查看”要打开的查询词元。",
   "explorer.summary": "{tokens} 个词元 · {layers} 层 × {heads} 头 · 模型 {model}",
   "explorer.query": "查询词元 {query}：",
   // ---- steps of multi-head attention (model/steps.py names) ----

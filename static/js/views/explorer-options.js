@@ -69,5 +69,18 @@ export function scaleSentence({ kind, diff, shared, gamma, zmax }) {
   return parts.join(' ');
 }
 
+/**
+ * The sentence under the large map that says what its rows and columns are and what a row adds up to,
+ * true for the map drawn: shares (weight, mean, rollout) sum to 1, an edited − unedited difference of
+ * shares to 0, contributions are sizes (no sum).
+ */
+export function rowsSentence({ kind, diff, edited }) {
+  const shares = kind !== 'contribution';
+  let key = shares ? 'explorer.rows.shares' : 'explorer.rows.contribution';
+  if (diff) key = shares ? 'explorer.rows.diff' : 'explorer.rows.diffContribution';
+  else if (edited && shares) key = 'explorer.rows.edited';
+  return `${t(key)} ${t('explorer.rows.click')}`;
+}
+
 /** The sentence that says what the kind of map shows (and how contribution differs from weight). */
 export const kindSentence = (kind) => t(`explorer.kind.note.${kind}`);
