@@ -9,7 +9,6 @@ import { escapeForPlotly } from './escape.js';
 const LABEL_PX = 13; // vertical room one tick label of the large map needs
 const AXIS_ROOM = 140; // pixels of the figure's width that are not the map (labels, colour bar)
 const BOUNDARY = '#1b2330'; // the line between segment A and segment B
-const FOCUS_FILL = 'rgba(240, 140, 0, 0.16)';
 
 /** The sequential colour scale with a gamma: a value v (of the scale's maximum) gets the colour at v^gamma. */
 export const sequentialColorscale = (gamma = 1) => plotlyColorscale({ gamma });
@@ -66,13 +65,14 @@ export function attentionHeatmapFigure({
   const top = diff ? (matrixAbsMax(matrix) || 1) : (zmax || matrixMax(matrix) || 1);
 
   const shapes = [];
-  const line = (x0, x1, y0, y1, colour, width, fill = 'rgba(0,0,0,0)') => shapes.push({
-    type: 'rect', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: colour, width }, fillcolor: fill,
+  // outlines only: a tint would change the colours of the very cells the outline points at
+  const line = (x0, x1, y0, y1, colour, width, dash = 'solid') => shapes.push({
+    type: 'rect', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: colour, width, dash }, fillcolor: 'rgba(0,0,0,0)',
   });
   if (query !== null && query < n) line(-0.5, n - 0.5, query - 0.5, query + 0.5, HIGHLIGHT, 2);
   if (focus !== null && focus < n) {
-    line(-0.5, n - 0.5, focus - 0.5, focus + 0.5, HIGHLIGHT, 1, FOCUS_FILL);
-    line(focus - 0.5, focus + 0.5, -0.5, n - 0.5, HIGHLIGHT, 1, FOCUS_FILL);
+    line(-0.5, n - 0.5, focus - 0.5, focus + 0.5, HIGHLIGHT, 1.5, 'dot');
+    line(focus - 0.5, focus + 0.5, -0.5, n - 0.5, HIGHLIGHT, 1.5, 'dot');
   }
   if (boundary !== null && boundary > 0 && boundary < n) {
     const at = boundary - 0.5;

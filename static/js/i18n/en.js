@@ -670,7 +670,7 @@ export default {
   "overview.gamma": "colour by (weight / largest)^{gamma}: small weights lifted",
   "overview.metricKey": "frame: {label}, {min} to {max}",
   // ---- explorer analysis ----
-  "explorer.focus.hint": "Click a token (here or a label of the large map) to focus it: its row and column are highlighted on every map.",
+  "explorer.focus.hint": "Click a token (here or a label of the large map) to focus it: its row and column are outlined on every map, their colours left as they are.",
   "explorer.focus.clear": "Clear the focus",
   "explorer.kind.label": "Show",
   "explorer.kind.weight": "attention weight",

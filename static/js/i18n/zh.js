@@ -670,7 +670,7 @@ export default {
   "overview.gamma": "颜色按 (权重 / 最大值)^{gamma} 取：小权重更显眼",
   "overview.metricKey": "边框：{label}，从 {min} 到 {max}",
   // ---- explorer analysis ----
-  "explorer.focus.hint": "点击一个词元（这里或大图的标签）可以聚焦它：它所在的行和列会在每张图上高亮。",
+  "explorer.focus.hint": "点击一个词元（这里或大图的标签）可以聚焦它：它所在的行和列会在每张图上加上边框，格子的颜色保持不变。",
   "explorer.focus.clear": "取消聚焦",
   "explorer.kind.label": "显示",
   "explorer.kind.weight": "注意力权重",
