@@ -105,3 +105,18 @@ def test_an_edit_the_server_refuses_shows_its_message(page: Page, api):
     status = page.locator("#status")
     expect(status).to_have_class(re.compile("is-error"))
     expect(status).to_contain_text(response.json()["detail"])
+
+
+def test_the_edit_form_starts_at_the_selected_heads_layer(page: Page):
+    """Without an edit the form's layer follows the selected head's, until the learner picks another."""
+    text = text_of(16)
+    page.goto(link(text, layer=3, head=0))
+    wait_title(page, "Layer 3 · Head 0")
+    expect(page.locator("#edit-layer")).to_have_value("3")
+    page.goto(link(text, layer=1, head=2))
+    wait_title(page, "Layer 1 · Head 2")
+    expect(page.locator("#edit-layer")).to_have_value("1")
+    page.locator("#edit-layer").select_option("4")
+    page.locator("#layer-select").select_option("2")
+    wait_title(page, "Layer 2 · Head 2")
+    expect(page.locator("#edit-layer")).to_have_value("4")  # the learner's choice is kept

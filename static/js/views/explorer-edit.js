@@ -28,6 +28,8 @@ export function describeEdit(edit) {
  */
 export function createEditor(els, { onEdit, onDiff }) {
   let diffOn = false;
+  let layerChosen = false; // the learner picked the edit's layer: it no longer follows the selected head's
+  els.layer.addEventListener('change', () => { layerChosen = true; });
   const problem = (key) => {
     els.error.textContent = t(key);
     els.error.hidden = false;
@@ -54,14 +56,19 @@ export function createEditor(els, { onEdit, onDiff }) {
   els.diff.addEventListener('click', () => onDiff(!diffOn));
 
   return {
-    /** Show a state's edit in the form and the banner; `layers` are the model's layer indices. */
-    write({ edit, diff }, layers) {
+    /** Show a state's edit in the form and the banner; `layers` are the model's layer indices. Without an
+     * edit the form's layer is the selected head's (until the learner picks another). */
+    write({ edit, diff, layer }, layers) {
       fillIndices(els.layer, layers);
       els.banner.hidden = !edit;
       document.body.classList.toggle('is-edited', Boolean(edit));
       diffOn = Boolean(edit && diff);
       els.diff.setAttribute('aria-pressed', String(diffOn));
-      if (!edit) return;
+      if (!edit) {
+        if (!layerChosen && layers.includes(layer)) els.layer.value = String(layer);
+        return;
+      }
+      layerChosen = false;
       els.layer.value = String(edit.layer);
       els.heads.value = listText(edit.heads);
       els.temperature.value = String(edit.temperature);
