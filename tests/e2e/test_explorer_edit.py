@@ -120,3 +120,14 @@ def test_the_edit_form_starts_at_the_selected_heads_layer(page: Page):
     page.locator("#layer-select").select_option("2")
     wait_title(page, "Layer 2 · Head 2")
     expect(page.locator("#edit-layer")).to_have_value("4")  # the learner's choice is kept
+
+
+def test_each_token_shows_the_index_the_hidden_keys_ask_for(page: Page, api):
+    text = text_of(16)
+    page.goto(link(text, layer=0, head=0))
+    wait_title(page, "Layer 0 · Head 0")
+    tokens = post(api, "/api/v1/attention", {"text": text, "layers": [0], "heads": [0]})["tokens"]
+    shown = page.evaluate("""() => Array.from(document.querySelectorAll('#tokens button.chip'),
+        (chip) => [getComputedStyle(chip, '::before').content, chip.textContent])""")
+    assert [index for index, _ in shown] == [f'"{i}"' for i in range(len(tokens))]
+    assert [text for _, text in shown] == [token["display"] for token in tokens]  # the chip's own text is the token's

@@ -714,7 +714,7 @@ export default {
   "explorer.edit.headsPlaceholder": "all, or e.g. 5 or 1,5",
   "explorer.edit.temperature": "Temperature",
   "explorer.edit.hide": "Hidden keys",
-  "explorer.edit.hidePlaceholder": "token indices, e.g. 2,3",
+  "explorer.edit.hidePlaceholder": "indices shown on the tokens, e.g. 2,3",
   "explorer.edit.ablate": "Ablate (the heads’ output is zeroed)",
   "explorer.edit.apply": "Apply the edit",
   "explorer.edit.banner": "Edited view:",

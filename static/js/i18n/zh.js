@@ -714,7 +714,7 @@ export default {
   "explorer.edit.headsPlaceholder": "全部，或例如 5 或 1,5",
   "explorer.edit.temperature": "温度",
   "explorer.edit.hide": "隐藏的键",
-  "explorer.edit.hidePlaceholder": "词元序号，例如 2,3",
+  "explorer.edit.hidePlaceholder": "词元上显示的序号，例如 2,3",
   "explorer.edit.ablate": "消融（这些头的输出置零）",
   "explorer.edit.apply": "应用编辑",
   "explorer.edit.banner": "编辑后的视图：",
