@@ -271,7 +271,10 @@ async function render(state) {
   try {
     result = await fetchOverview(state, state.edit);
   } catch (error) {
-    if (guard.current(ticket)) status.error(error); // the last good result stays
+    if (guard.current(ticket)) {
+      status.error(error); // the last good result stays
+      editor.refused(error); // and beside the what-if form, when the edit is what the server refused
+    }
     preloadPlotly(); // ready for the next sentence
     return;
   }

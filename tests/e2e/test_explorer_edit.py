@@ -106,6 +106,19 @@ def test_an_edit_the_server_refuses_shows_its_message(page: Page, api):
     expect(status).to_have_class(re.compile("is-error"))
     expect(status).to_contain_text(response.json()["detail"])
 
+    # Sent from the form under a drawn map, the refusal shows beside the form too (the status line is at the
+    # top, off screen), and goes when an answer comes.
+    page.goto(link(text, layer=0, head=0))
+    wait_title(page, "Layer 0 · Head 0")
+    page.locator("#edit-layer").select_option("1")
+    page.locator("#edit-heads").fill("40")
+    page.locator("#edit-apply").click()
+    expect(page.locator("#edit-error")).to_be_visible()
+    expect(page.locator("#edit-error")).to_contain_text(response.json()["detail"])
+    page.locator("#edit-heads").fill("3")
+    page.locator("#edit-apply").click()
+    expect(page.locator("#edit-error")).to_be_hidden()
+
 
 def test_the_edit_form_starts_at_the_selected_heads_layer(page: Page):
     """Without an edit the form's layer follows the selected head's, until the learner picks another."""

@@ -1,6 +1,7 @@
 // What-if edits: the form (layer, heads, temperature, hidden keys, ablate) and the banner that marks
 // an edited view, shows the edit, toggles the difference map and returns to the unedited answer.
 import { t } from '../i18n/index.js';
+import { errorMessage } from '../page.js';
 import { fillIndices } from './controls.js';
 import { indexList } from './explorer-state.js';
 
@@ -56,6 +57,13 @@ export function createEditor(els, { onEdit, onDiff }) {
   els.diff.addEventListener('click', () => onDiff(!diffOn));
 
   return {
+    /** Beside the form too, when the server refused the edit itself (an error whose field is under "edit"). */
+    refused(error) {
+      const item = error && error.body && Array.isArray(error.body.errors) ? error.body.errors[0] : null;
+      if (!item || !Array.isArray(item.loc) || !item.loc.includes('edit')) return;
+      els.error.textContent = errorMessage(error);
+      els.error.hidden = false;
+    },
     /** Show a state's edit in the form and the banner; `layers` are the model's layer indices. Without an
      * edit the form's layer is the selected head's (until the learner picks another). */
     write({ edit, diff, layer }, layers) {
@@ -64,6 +72,7 @@ export function createEditor(els, { onEdit, onDiff }) {
       document.body.classList.toggle('is-edited', Boolean(edit));
       diffOn = Boolean(edit && diff);
       els.diff.setAttribute('aria-pressed', String(diffOn));
+      els.error.hidden = true; // an answer came: whatever the server refused before is gone
       if (!edit) {
         if (!layerChosen && layers.includes(layer)) els.layer.value = String(layer);
         return;
