@@ -71,7 +71,8 @@ def test_the_large_map_shows_each_kind_with_the_apis_numbers(page: Page, api, n_
     wait_title(page, "Layer 3 · Head 7")
     weights = post(api, "/api/v1/attention", {"text": text, "layers": [3], "heads": [7]})["attention"][0][0]
     assert np.abs(drawn(page) - np.array(weights)).max() <= COMPACT
-    expect(page.locator("#kind-note")).to_contain_text("each row sums to 1")
+    expect(page.locator("#kind-note")).to_contain_text("the share of query i’s attention that goes to key j")
+    expect(page.locator("#rows-legend")).to_contain_text("each row sums to 1")
 
     # The kind selector: mean over heads, then rollout, then contribution; each one in the URL.
     page.locator("#kind-select").select_option("mean")

@@ -125,7 +125,7 @@ def test_compare_gpt2_keeps_the_pairs_of_a_link_unsent_and_draws_the_apis_causal
     expect(page).to_have_url(re.compile(rf"model={BERT}"))
     wait_drawn(page)
     expect(page.locator("#compare-a-pair")).to_be_enabled()
-    expect(page.locator("#compare-a-pair")).to_have_attribute("placeholder", "sent as text_pair")
+    expect(page.locator("#compare-a-pair")).to_have_attribute("placeholder", "Optional: a second sentence")
     expect(note).to_be_hidden()
     assert bodies and {(b["text"], b["text_pair"]) for b in bodies} == {(CAT, PAIR_A), (DOG, PAIR_B)}, bodies
     _, bert_a = attention(local_api, CAT, PAIR_A, BERT, [1], [2])
