@@ -164,7 +164,6 @@ class ModelHub:
         except DeviceError as exc:
             self.close()
             raise StartupError(f"ATTNSCOPE_DEVICE={device} (--device {device}): {exc}") from exc
-        self.specs = {mid: model.spec for mid, model in self.loaded.items()}
         if default_model not in self.loaded:
             self.close()
             raise StartupError(
@@ -203,7 +202,7 @@ class ModelHub:
         mid = self.default if model_id is None else model_id
         if mid not in self.loaded:
             raise UnknownModel(mid, list(self.loaded))
-        return self.specs[mid], self.loaded[mid]
+        return self.loaded[mid].spec, self.loaded[mid]
 
     def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None, compact: bool = False,
                   edit: Edit | None = None, gone: Callable[[], bool] | None = None) -> AttentionMaps:
@@ -286,7 +285,7 @@ class ModelHub:
     def infos(self, show_paths: bool = False) -> list[ModelInfo]:
         out = []
         for mid, model in self.loaded.items():
-            spec, cfg = self.specs[mid], model.cfg
+            spec, cfg = model.spec, model.cfg
             out.append(
                 ModelInfo(
                     id=mid, name=spec.name, architecture=spec.architecture,

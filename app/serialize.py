@@ -178,19 +178,14 @@ def toy_backward_answer(result: dict[str, Any]) -> ToyBackwardResponse:
 
 
 def arrays_json(response: type[BaseModel], fields: dict[str, Any], arrays: dict[str, torch.Tensor]) -> Response:
-    """An analysis answer: `fields` (plain values and models) with float32 `arrays`, validated against
-    `response` and written by orjson, each array straight from its buffer (float32's shortest round-trip
-    decimals, as the /attention answer). Every field but the arrays is validated as it is sent; each
-    array is checked to be float32 and validated as an empty list of its type (its numbers are the
-    forward's, up to the JSON cap)."""
+    """An analysis answer, as maps_json_response writes the maps: every field but the float32 `arrays` is
+    validated and serialised by `response` (each array validated as an empty list of its type), and each
+    array is written by orjson straight from its buffer (float32's shortest round-trip decimals)."""
     for name, t in arrays.items():
         if t.dtype != torch.float32:
             raise TypeError(f"{name}: analysis arrays are float32, not {t.dtype}")
-    plain = {k: v.model_dump() if isinstance(v, BaseModel) else
-             [x.model_dump() if isinstance(x, BaseModel) else x for x in v] if isinstance(v, list) else v
-             for k, v in fields.items()}
-    response.model_validate({**plain, **{name: [] for name in arrays}})
-    body = {**plain, **{name: np.ascontiguousarray(t.numpy()) for name, t in arrays.items()}}
+    head = response.model_validate({**fields, **{name: [] for name in arrays}}).model_dump(mode="json")
+    body = {**head, **{name: np.ascontiguousarray(t.numpy()) for name, t in arrays.items()}}
     return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
 
 
@@ -216,7 +211,8 @@ def float32_numbers(t: torch.Tensor) -> list:
     def nested(values: Any) -> Any:
         return [nested(v) for v in values] if isinstance(values, list) else short_float(values)
 
-    return list(nested(t.tolist()))
+    numbers: list = nested(t.tolist())
+    return numbers
 
 
 def head_metrics(r: Any, answer: study.HeadMetrics) -> Response:
