@@ -17,7 +17,7 @@ TEXT = "Compact answers carry the same attention in two bytes a weight."
 
 
 def decode_u16(body: bytes) -> tuple[dict, np.ndarray]:
-    """The client side of the documented layout (see the README)."""
+    """The client side of the documented layout (docs/encoding.md)."""
     magic, size = struct.unpack_from("<4sI", body, 0)
     assert magic == b"ATN1"
     header = json.loads(body[8 : 8 + size])

@@ -21,7 +21,7 @@ PIECES_B = "Remarkably, transformers split sentences."
 CHINESE_A = "注意力机制让模型学会聚焦于最相关的部分。"
 CHINESE_B = "注意力机制让模型学会关注于最重要的部分。"
 
-# The page downloads maps in the compact u16 encoding: each weight is exact to 7.7e-6 (README).
+# The page downloads maps in the compact u16 encoding: each weight is exact to 7.7e-6 (docs/encoding.md).
 COMPACT = 7.7e-6
 
 

@@ -31,7 +31,7 @@ def reference(api, text: str, pair: str | None = None) -> dict:
     return response.json()
 
 
-# The page downloads maps in the compact u16 encoding: weights are exact to 7.7e-6 (README).
+# The page downloads maps in the compact u16 encoding: weights are exact to 7.7e-6 (docs/encoding.md).
 COMPACT = 7.7e-6
 
 

@@ -19,7 +19,7 @@ from .helpers import switch_to_chinese, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = "the cat sat on a mat and then the dog ran to it".split()
-COMPACT = 7.7e-6  # the compact u16 maps' error bound (README)
+COMPACT = 7.7e-6  # the compact u16 maps' error bound (docs/encoding.md)
 JSON_EXACT = 1e-6  # JSON answers are float32 in shortest round-trip form
 
 

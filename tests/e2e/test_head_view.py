@@ -19,7 +19,7 @@ SENTENCE = "The cat sat on the mat because it was warm."
 LAYER = 3
 CUTOFF = 0.01
 MAX_DRAWN = 1500
-# The page's maps come in the compact u16 encoding: weights exact to 7.7e-6 (README). A weight this close
+# The page's maps come in the compact u16 encoding: weights exact to 7.7e-6 (docs/encoding.md). A weight this close
 # to the cutoff may fall on either side of it there.
 COMPACT = 7.7e-6
 BAND = 2 * COMPACT

@@ -1,5 +1,5 @@
 // The decoder of the compact u16 answers (static/js/compact.js) against bodies encoded here by hand from
-// the documented layout (README "The compact encoding", app/serialize.py), all integers little-endian:
+// the documented layout (docs/encoding.md, app/serialize.py), all integers little-endian:
 //   bytes 0-3 "ATN1" | bytes 4-7 uint32 H | H bytes of UTF-8 JSON header, padded with spaces so the data
 //   starts at a multiple of 8 | uint16 values in row-major (layer, head, query, key) order; weight = value / scale.
 import './browser-globals.js';

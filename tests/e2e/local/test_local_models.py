@@ -22,7 +22,7 @@ from ..helpers import drawn, show_step, stage
 from ..test_explorer import viridis
 from ..test_xss import INSPECT, MARKUP
 
-COMPACT = 7.7e-6  # the compact u16 maps' error bound (README)
+COMPACT = 7.7e-6  # the compact u16 maps' error bound (docs/encoding.md)
 REFERENCE = 2e-5  # our float32 forward against transformers' eager float32 forward, plus the u16 rounding
 ENGLISH = "Hello world, the cat sat on the mat."
 CHINESE = "注意力机制让模型关注输入中"  # every character is in the test WordPiece vocabulary

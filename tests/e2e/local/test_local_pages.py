@@ -23,7 +23,7 @@ from ..helpers import english_left, show_step, stage
 from ..test_compare import drawn as compare_drawn
 from ..test_compare import query_of, wait_drawn
 
-COMPACT = 7.7e-6  # the compact u16 maps' error bound (README)
+COMPACT = 7.7e-6  # the compact u16 maps' error bound (docs/encoding.md)
 GPT2 = "tiny-gpt2"
 BERT = "tiny-bert"
 CAT = "Hello world, the cat sat on the mat."
