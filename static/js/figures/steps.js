@@ -31,12 +31,19 @@ export const STEPS = Object.freeze([
  * @property {string|null} tokenName what a row of X, Q, K, V is called on hover
  * @property {number} dModel
  * @property {number} nHeads
- * @property {number} dHead
+ * @property {number} dHead the width of each head's q and k (d_keys)
+ * @property {number} dValues the width of each head's v and of its slot in the concat (d_values)
  * @property {number} scale
  * @property {number[]} heads the heads the per-head steps hold, in their order
  * @property {boolean} causal
  * @property {number|null} layer
  * @property {object} steps the API's steps
+ * @property {string} variant how scores are computed and weights chosen (the toy's variants; a model: scaled_dot)
+ * @property {number} temperature τ, which divides the scaled scores (1: none)
+ * @property {boolean} straightThrough gumbel only: one-hot forward
+ * @property {number} seed the draws' seed (sample, gumbel)
+ * @property {string} positions none, sinusoidal (added to the inputs), rope (q and k rotated), alibi (a bias)
+ * @property {{w_q: number[][][], w_k: number[][][], v: number[][]}|null} additive Bahdanau's parameters per head
  */
 
 /** A /api/v1/trace response -> StepData (tokens labelled by their readable form, ⟨UNK⟩ marked). */
@@ -52,11 +59,18 @@ export function fromTrace(trace) {
     dModel: trace.d_model,
     nHeads: trace.n_heads,
     dHead: trace.d_head,
+    dValues: trace.d_head,
     scale: trace.scale,
     heads: trace.heads,
     causal: false,
     layer: trace.layer,
     steps: trace.steps,
+    variant: 'scaled_dot',
+    temperature: 1,
+    straightThrough: false,
+    seed: 0,
+    positions: 'none', // a model's positions enter before the layer (learned), not in these steps
+    additive: null,
   };
 }
 
@@ -73,6 +87,7 @@ export function fromToy(toy, { causal = false } = {}) {
     dModel: toy.d_model,
     nHeads: toy.n_heads,
     dHead: toy.d_head,
+    dValues: toy.d_values ?? toy.d_head,
     scale: toy.scale,
     heads: Array.from({ length: toy.n_heads }, (_, h) => h),
     causal,
@@ -80,6 +95,12 @@ export function fromToy(toy, { causal = false } = {}) {
     steps: toy.steps,
     soft: toy.soft ?? null, // hard, sample, gumbel: the softmax the one-hot weights came from, [h][L][S]
     biased: Boolean(toy.biases), // the Iris layer's trace carries its biases; the toy's are zero
+    variant: toy.variant ?? 'scaled_dot',
+    temperature: toy.temperature ?? 1,
+    straightThrough: Boolean(toy.straight_through),
+    seed: toy.seed ?? 0,
+    positions: toy.positions ?? 'none',
+    additive: toy.additive ?? null,
   };
 }
 
@@ -103,12 +124,67 @@ export function weightedRows(weights, matrix) {
   return matrix.map((row, j) => row.map((x) => x * weights[j]));
 }
 
-/** 0 where the masked scores keep a value, null (−∞) where they hide it. */
-export function maskOf(masked) {
-  return masked.map((row) => row.map((v) => (v === null ? null : 0)));
+const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
+
+/** M = masked − scaled: 0 where nothing was added, ALiBi's bias where it was, null (−∞) where hidden. */
+export function addedMask(scaled, masked) {
+  return masked.map((row, i) => row.map((v, j) => (v === null ? null : v - scaled[i][j])));
 }
 
-const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
+/** Whether every row of a masked-scores matrix keeps at least one key (a row with none gets zero weights). */
+export function everyRowSeesAKey(masked) {
+  return masked.every((row) => row.some((v) => v !== null));
+}
+
+/** x (1 × n) · W (n × m) -> 1 × m. */
+function rowTimes(x, W) {
+  return W[0].map((_, a) => x.reduce((sum, xd, d) => sum + xd * W[d][a], 0));
+}
+
+/**
+ * Bahdanau's (additive) scores of one query, worked out: a = q·W_q (the query's part, 1 × A),
+ * B = K·W_k (each key's part, S × A), H = tanh(a + B_j) (one hidden vector per key, S × A) and
+ * s_j = H_j·v (the query's row of scores, S).
+ * @param {number[]} q the query (d_keys)
+ * @param {number[][]} K the keys (S × d_keys)
+ * @param {number[][]} wq W_q (d_keys × A)
+ * @param {number[][]} wk W_k (d_keys × A)
+ * @param {number[]} v (A)
+ */
+export function additiveRow(q, K, wq, wk, v) {
+  const a = rowTimes(q, wq);
+  const B = K.map((k) => rowTimes(k, wk));
+  const H = B.map((b) => b.map((x, i) => Math.tanh(a[i] + x)));
+  const s = H.map((h) => h.reduce((sum, x, i) => sum + x * v[i], 0));
+  return { a, B, H, s };
+}
+
+/** Whether each query keeps exactly one key (weights 0 or 1): hard, sample and straight-through gumbel. */
+export function isOneHot(T) {
+  return T.variant === 'hard' || T.variant === 'sample' || (T.variant === 'gumbel' && T.straightThrough);
+}
+
+/**
+ * Which telling of `step` is true for this data: null for the plain one (scaled dot product, softmax),
+ * or the name of its variant in the dictionaries (step.<step>.<variant>.title and .body).
+ */
+export function stepVariant(T, step) {
+  const unscaled = T.variant === 'dot' || T.variant === 'additive'; // no 1/√d_keys
+  switch (step) {
+    case 'input': return T.positions === 'sinusoidal' ? 'sinusoidal' : null;
+    case 'split': return T.positions === 'rope' ? 'rope' : null;
+    case 'scores': return T.variant === 'additive' ? 'additive' : null;
+    case 'scale':
+      if (unscaled) return T.temperature === 1 ? T.variant : 'unscaledTemperature';
+      return T.temperature === 1 ? null : 'temperature';
+    case 'mask': return T.positions === 'alibi' ? 'alibi' : null;
+    case 'softmax':
+      if (T.variant === 'gumbel') return T.straightThrough ? 'gumbelST' : 'gumbel';
+      return T.variant === 'hard' || T.variant === 'sample' ? T.variant : null;
+    case 'weighted_sum': return isOneHot(T) ? 'oneHot' : null;
+    default: return null;
+  }
+}
 
 // ---- windows ----------------------------------------------------------------------
 // (The L × S maps' captions do not repeat the windows: the navigator above them says them.)
@@ -223,6 +299,8 @@ function context(T, selection) {
     head: h,
     c0,
     c1: c0 + T.dHead - 1,
+    v0: h * T.dValues, // head h's columns of V and of the concat
+    v1: (h + 1) * T.dValues - 1,
     q,
     qLabel: T.queryLabels[q],
     L: T.queryLabels.length,
@@ -236,6 +314,7 @@ function context(T, selection) {
     nk: kLabels.length,
     rowQ: { row0: q, row1: q },
     slotCols: { col0: c0, col1: c0 + T.dHead - 1 },
+    valueCols: { col0: h * T.dValues, col1: (h + 1) * T.dValues - 1 },
     /** The query rows in the window. */
     Q: (matrix) => matrix.slice(rows.start, rows.end),
     /** The key rows in the window. */
@@ -296,16 +375,17 @@ function inputStep(T, c) {
     };
   }
   const { q, k, v } = T.steps.input;
+  const plus = T.positions === 'sinusoidal' ? ` + ${t('walk.cap.inputPositions')}` : ''; // the table is in these numbers
   const beside = numbersFit(c, 1 / 3, T.dModel); // else stacked, so that every cell keeps room for its number
   return {
     ...(beside ? { columns: 'repeat(3, minmax(0, 1fr))', areas: ['q k v'] } : { columns: 'minmax(0, 1fr)', areas: ['q', 'k', 'v'] }),
     overview: overview(c, q),
     items: [
-      plot('q', 'input-q', t('walk.cap.inputQ', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
+      plot('q', 'input-q', t('walk.cap.inputQ', { shape: shape(c.L, T.dModel), plus }) + rowsShown(c.rows),
         matrixFigure({ z: c.Q(q), ...c.qRows, rowName: null, cellPx: c.size.wide, highlights: [c.rowQ], range: signedRange(q) })),
-      plot('k', 'input-k', t('walk.cap.inputK', { shape: shape(c.S, T.dModel) }) + rowsShown(c.keys),
+      plot('k', 'input-k', t('walk.cap.inputK', { shape: shape(c.S, T.dModel), plus }) + rowsShown(c.keys),
         matrixFigure({ z: c.K(k), ...c.kRows, rowName: null, cellPx: c.size.wide, range: signedRange(k) })),
-      plot('v', 'input-v', t('walk.cap.inputV', { shape: shape(c.S, T.dModel) }) + rowsShown(c.keys),
+      plot('v', 'input-v', t('walk.cap.inputV', { shape: shape(c.S, T.dModel), plus }) + rowsShown(c.keys),
         matrixFigure({ z: c.K(v), ...c.kRows, rowName: null, cellPx: c.size.wide, range: signedRange(v) })),
     ],
   };
@@ -324,11 +404,12 @@ function projectStep(T, c) {
   const items = ['q', 'k', 'v'].map((m) => {
     const [win, rows, n] = m === 'q' ? [c.rows, c.qRows, c.L] : [c.keys, c.kRows, c.S];
     const z = m === 'q' ? c.Q(P[m]) : c.K(P[m]);
-    const caption = t('walk.cap.project', { formula: formula[m], shape: shape(n, T.dModel), head: c.head, c0: c.c0, c1: c.c1 });
+    const [c0, c1, width] = m === 'v' ? [c.v0, c.v1, T.dValues] : [c.c0, c.c1, T.dHead];
+    const caption = t('walk.cap.project', { formula: formula[m], shape: shape(n, P[m][0].length), head: c.head, c0, c1 });
     return plot(m, `project-${m}`, caption + rowsShown(win),
       matrixFigure({
-        z, ...rows, rowName: T.tokenName, cellPx: beside && !c.size.small ? 13 : c.size.wide, highlights: [c.slotCols],
-        slots: T.dHead, range: signedRange(P[m]),
+        z, ...rows, rowName: T.tokenName, cellPx: beside && !c.size.small ? 13 : c.size.wide,
+        highlights: [m === 'v' ? c.valueCols : c.slotCols], slots: width, range: signedRange(P[m]),
       }));
   });
   return {
@@ -347,16 +428,19 @@ function splitStep(T, c) {
     const [win, rows, n, cut] = m === 'q' ? [c.rows, c.qRows, c.L, c.Q] : [c.keys, c.kRows, c.S, c.K];
     const range = signedRange(P[m]);
     const big = m.toUpperCase();
+    const [c0, c1, width, cols] = m === 'v' ? [c.v0, c.v1, T.dValues, c.valueCols] : [c.c0, c.c1, T.dHead, c.slotCols];
+    const slice = `${big}[:, ${c0}:${c1 + 1}]`;
+    const rotated = T.positions === 'rope' && m !== 'v'; // RoPE turns each query and key by its position
     items.push(
-      plot(`${m}f`, `split-${m}-full`, t('walk.cap.splitFull', { m: big, shape: shape(n, T.dModel), nHeads: T.nHeads, dHead: T.dHead }) + rowsShown(win),
+      plot(`${m}f`, `split-${m}-full`, t('walk.cap.splitFull', { m: big, shape: shape(n, P[m][0].length), nHeads: T.nHeads, dHead: width }) + rowsShown(win),
         matrixFigure({
-          z: cut(P[m]), ...rows, rowName: T.tokenName, cellPx: c.size.thin, highlights: [c.slotCols], slots: T.dHead,
+          z: cut(P[m]), ...rows, rowName: T.tokenName, cellPx: c.size.thin, highlights: [cols], slots: width,
           colorbar: false, showRowLabels: c.size.small, range,
         })),
-      op(`${m}a`, t('walk.op.columns', { c0: c.c0, c1: c.c1 }), null, true),
-      plot(`${m}s`, `split-${m}`, `${big}_h = ${big}[:, ${c.c0}:${c.c1 + 1}] · ${t('walk.word.head', { head: c.head })} · ${shape(n, T.dHead)}${rowsShown(win)}`,
+      op(`${m}a`, t(rotated ? 'walk.op.columnsRotated' : 'walk.op.columns', { c0, c1 }), null, true),
+      plot(`${m}s`, `split-${m}`, `${big}_h = ${rotated ? `RoPE(${slice})` : slice} · ${t('walk.word.head', { head: c.head })} · ${shape(n, width)}${rowsShown(win)}`,
         matrixFigure({
-          z: cut(split[m][c.slot]), ...rows, rowName: T.tokenName, colOffset: c.c0, cellPx: c.size.head, range,
+          z: cut(split[m][c.slot]), ...rows, rowName: T.tokenName, colOffset: c0, cellPx: c.size.head, range,
           highlights: m === 'q' ? [c.rowQ] : [], colorbar: false,
         })),
     );
@@ -370,6 +454,7 @@ function splitStep(T, c) {
 }
 
 function scoresStep(T, c) {
+  if (T.variant === 'additive') return additiveScoresStep(T, c);
   const split = T.steps.split;
   const S = T.steps.scores[c.slot];
   // Side by side, Q_h's rows line up with S's; when windowed, S gets the room that Q_h and K_hᵀ
@@ -410,6 +495,63 @@ function scoresStep(T, c) {
   };
 }
 
+/**
+ * Additive (Bahdanau) scores: the chosen query's row worked out (a = q·W_q, B = K_h·W_k,
+ * H = tanh(a + B_j), s = H·v) above the whole score matrix, that row outlined.
+ */
+function additiveScoresStep(T, c) {
+  const S = T.steps.scores[c.slot];
+  const K = c.K(T.steps.split.k[c.slot]);
+  const wq = T.additive.w_q[c.slot];
+  const wk = T.additive.w_k[c.slot];
+  const v = T.additive.v[c.slot];
+  const { a, B, H, s } = additiveRow(T.steps.split.q[c.slot][c.q], K, wq, wk, v);
+  const A = v.length;
+  const narrow = c.width < 600;
+  const cell = c.size.head;
+  const range = signedRange(S);
+  const label = { query: c.q, label: c.qLabel };
+  const keyRows = { ...c.kRows, rowName: T.keyName, cellPx: cell, colorbar: false };
+  // a above B (one query's part added to every key's), then across: B → tanh → H · v = the row; S below.
+  const layout = narrow
+    ? { columns: 'minmax(0, 1fr)', areas: ['a', 'plus', 'b', 'tanh', 'h', 'dot', 'v', 'eq', 'row', 's'] } // ui-text: not UI (CSS grid templates)
+    : {
+      columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto auto auto auto', // ui-text: not UI (CSS grid templates)
+      areas: ['a . . . . . .', 'plus . . . . . .', 'b tanh h dot v eq row', 's s s s s s s'], // ui-text: not UI (CSS grid templates)
+    };
+  return {
+    ...layout,
+    overview: overview(c, S, { range, keys: true }),
+    items: [
+      plot('a', 'additive-a', labelled('walk.cap.additiveA', { ...label, A }),
+        matrixFigure({
+          z: [a], rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, cellPx: Math.max(cell, 26), colorbar: false,
+          range: signedRange([a], B), numbers: A <= NUMBERS_MAX,
+        })),
+      op('plus', '+'),
+      plot('b', 'additive-b', t('walk.cap.additiveB', { shape: shape(c.S, A) }) + rowsShown(c.keys),
+        matrixFigure({ z: B, ...keyRows, range: signedRange([a], B), numbers: A <= NUMBERS_MAX && c.nk <= NUMBERS_MAX })),
+      op('tanh', 'tanh →'),
+      plot('h', 'additive-h', t('walk.cap.additiveH', { shape: shape(c.S, A) }) + rowsShown(c.keys),
+        matrixFigure({ z: H, ...keyRows, range: 1, numbers: A <= NUMBERS_MAX && c.nk <= NUMBERS_MAX })),
+      op('dot', '·'),
+      plot('v', 'additive-v', t('walk.cap.additiveV', { A }),
+        matrixFigure({
+          z: v.map((x) => [x]), rowLabels: null, rowName: t('walk.word.dim'), cellPx: cell, colorbar: false,
+          colTicks: { vals: [0], text: ['v'] }, width: 64, range: signedRange([v]), numbers: A <= NUMBERS_MAX,
+        })),
+      op('eq', '='),
+      plot('row', 'additive-row', labelled('walk.cap.additiveRow', label),
+        matrixFigure({
+          z: s.map((x) => [x]), ...keyRows, showRowLabels: false, colName: t('walk.word.sum'),
+          colTicks: { vals: [0], text: ['s'] }, width: 76, range, numbers: c.nk <= NUMBERS_MAX,
+        })),
+      plot('s', 'scores', labelled('walk.cap.additiveScores', { shape: shape(c.L, c.S), ...label }),
+        squareMap(T, c, c.QK(S), { fraction: 0.6, range })),
+    ],
+  };
+}
+
 /** An L × S map (queries × keys) through its windows, in a panel of about `fraction` of the stage's width. */
 function squareMap(T, c, z, { fraction = 0.45, minCell = 30, cellPx = c.size.square, ...extra } = {}) {
   return matrixFigure({
@@ -425,6 +567,7 @@ function scaleStep(T, c) {
   const scaled = T.steps.scale[c.slot];
   const range = signedRange(S);
   const factor = T.scale.toFixed(4);
+  const effect = T.scale === 1 ? 'same' : Math.abs(T.scale) < 1 ? 'shrink' : 'grow'; // what × factor does to them
   return {
     columns: 'minmax(0, 1fr) auto auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
     areas: ['s f eq ss'], // ui-text: not UI (CSS grid templates)
@@ -433,7 +576,7 @@ function scaleStep(T, c) {
       plot('s', 'scale-before', t('walk.cap.scaleBefore', { shape: shape(c.L, c.S) }), squareMap(T, c, c.QK(S), { range, maxColTicks: 40 })),
       op('f', `× ${factor}`, 'scale-factor'),
       op('eq', '='),
-      plot('ss', 'scale', t('walk.cap.scale', { factor }), squareMap(T, c, c.QK(scaled), { range, maxColTicks: 40 })),
+      plot('ss', 'scale', t(`walk.cap.scale.${effect}`, { factor }), squareMap(T, c, c.QK(scaled), { range, maxColTicks: 40 })),
     ],
   };
 }
@@ -442,6 +585,8 @@ function maskStep(T, c) {
   const scaled = T.steps.scale[c.slot];
   const masked = T.steps.mask[c.slot];
   const hidden = masked.some((row) => row.some((v) => v === null));
+  const M = addedMask(scaled, masked); // ALiBi's bias where it is added, −∞ where hidden
+  const biased = M.some((row) => row.some((v) => v !== null && v !== 0));
   const range = signedRange(scaled);
   const cell = Math.max(8, Math.round(c.size.square * 0.8));
   // On a narrow stage: "scaled + M" on one line, "= masked" under them.
@@ -450,17 +595,17 @@ function maskStep(T, c) {
   return {
     columns: narrow ? 'minmax(0, 1fr) auto minmax(0, 1fr)' : 'minmax(0, 1fr) auto minmax(0, 1fr) auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
     areas: narrow ? ['ss plus m', '. eq mm'] : ['ss plus m eq mm'], // ui-text: not UI (CSS grid templates)
-    noteKey: T.causal ? 'causal' : hidden ? null : 'noMask',
+    noteKey: T.causal ? 'causal' : hidden || biased ? null : 'noMask',
     overview: overview(c, masked, { range, keys: true }),
     items: [
       plot('ss', 'mask-before', t('walk.cap.maskBefore', { shape: shape(c.L, c.S) }),
         squareMap(T, c, c.QK(scaled), { range, cellPx: cell, maxColTicks: 40, fraction })),
       op('plus', '+'),
-      plot('m', 'mask-matrix', t(hidden ? 'walk.cap.maskMatrix' : 'walk.cap.maskNone'),
+      plot('m', 'mask-matrix', t(biased ? 'walk.cap.maskBias' : hidden ? 'walk.cap.maskMatrix' : 'walk.cap.maskNone'),
         // "−∞" in the 9 px cell font is about 17 px wide in Chromium: from 22 px cells on, the grey between
         // two of them keeps them apart (16 px cells ran them together at 800 px).
-        squareMap(T, c, c.QK(maskOf(masked)), {
-          range: 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 40, fraction, minCell: 22,
+        squareMap(T, c, c.QK(M), {
+          range: biased ? signedRange(M) : 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 40, fraction, minCell: 22,
         })),
       op('eq', '='),
       plot('mm', 'mask', t(hidden ? 'walk.cap.maskedHidden' : 'walk.cap.masked', { shape: shape(c.L, c.S) }),
@@ -482,8 +627,11 @@ function softmaxStep(T, c) {
   });
   const label = { query: c.q, label: c.qLabel };
   const caption = c.keys.windowed
-    ? labelled('walk.cap.barsWindow', { ...label, k0: c.keys.start, k1: c.keys.end - 1, share: sum(row).toFixed(3) })
+    ? labelled('walk.cap.barsWindow', { ...label, k0: c.keys.start, k1: c.keys.end - 1, share: sum(row).toFixed(3), total: sum(full).toFixed(3) })
     : labelled('walk.cap.bars', { ...label, sum: sum(full).toFixed(3) });
+  // What the weights are, and what their rows sum to: 1, except a row whose every key is hidden (all 0).
+  const weighting = stepVariant(T, 'softmax') ?? 'softmax';
+  const rowsSum = t(everyRowSeesAKey(T.steps.mask[c.slot]) ? 'walk.cap.rowsSumOne' : 'walk.cap.rowsSumOneOrZero');
   const soft = T.soft ? T.soft[c.slot] : null; // a hard variant: its soft weights beside the one-hot ones
   const softItems = soft ? [plot('soft', 'softmax-soft', t('toy.soft.caption', { shape: shape(c.L, c.S) }),
     squareMap(T, c, c.QK(soft), { kind: 'weights', range: valueMax(c.QK(soft)), fraction: 0.33, minCell: 24, cellPx: Math.min(c.size.square, 26) }))] : [];
@@ -492,7 +640,7 @@ function softmaxStep(T, c) {
     areas: [soft ? 'a soft bars' : 'a bars'], // ui-text: not UI (CSS grid templates)
     overview: overview(c, A, { kind: 'weights', range: valueMax(A), keys: true }),
     items: [
-      plot('a', 'softmax', t('walk.cap.softmax', { shape: shape(c.L, c.S) }), heat),
+      plot('a', 'softmax', t(`walk.cap.weights.${weighting}`, { shape: shape(c.L, c.S), rows: rowsSum }), heat),
       ...softItems,
       plot('bars', 'softmax-bars', caption,
         barsFigure({
@@ -511,13 +659,13 @@ function weightedSumStep(T, c) {
   const out = T.steps.weighted_sum[c.slot][c.q];
   const cell = c.size.head;
   const left = labelMargin(c.kRows.rowLabels);
-  const common = { colOffset: c.c0, cellPx: cell, colorbar: false, showRowLabels: false, ...c.kRows };
+  const common = { colOffset: c.v0, cellPx: cell, colorbar: false, showRowLabels: false, ...c.kRows };
   // Each on its own colour scale: one weighted row is small next to the sum of all of them.
   const rowsRange = signedRange(weightedRows(weights, V));
   const sumRange = signedRange([out]);
   const sumCaption = c.keys.windowed
-    ? t('walk.cap.wsSumWindow', { n: c.S, from: c.keys.start, to: c.keys.end - 1, query: c.q, dHead: T.dHead })
-    : t('walk.cap.wsSum', { query: c.q, dHead: T.dHead });
+    ? t('walk.cap.wsSumWindow', { n: c.S, from: c.keys.start, to: c.keys.end - 1, query: c.q, dHead: T.dValues })
+    : t('walk.cap.wsSum', { query: c.q, dHead: T.dValues });
   return {
     columns: 'auto auto minmax(0, 1fr) auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
     areas: ['a x v eq w', '. . . . sum'],
@@ -530,7 +678,7 @@ function weightedSumStep(T, c) {
           width: left + 64, numbers: c.nk <= NUMBERS_MAX,
         })),
       op('x', '×'),
-      plot('v', 'ws-v', t('walk.cap.wsV', { shape: shape(c.S, T.dHead) }) + rowsShown(c.keys),
+      plot('v', 'ws-v', t('walk.cap.wsV', { shape: shape(c.S, T.dValues) }) + rowsShown(c.keys),
         matrixFigure({ z: c.K(V), ...common, rowName: T.keyName, range: signedRange(V) })),
       op('eq', '='),
       plot('w', 'ws-rows', t('walk.cap.wsRows') + rowsShown(c.keys),
@@ -548,22 +696,22 @@ function concatStep(T, c) {
   const C = T.steps.concat;
   const strip = [C[c.q]];
   const range = signedRange(C);
-  const centres = Array.from({ length: T.nHeads }, (_, h) => h * T.dHead + (T.dHead - 1) / 2);
+  const centres = Array.from({ length: T.nHeads }, (_, h) => h * T.dValues + (T.dValues - 1) / 2);
   return {
     columns: 'minmax(0, 1fr)',
     areas: ['strip', 'c'],
     overview: overview(c, C, { range }),
     items: [
-      plot('strip', 'concat-strip', labelled('walk.cap.concatStrip', { query: c.q, label: c.qLabel, nHeads: T.nHeads, dModel: T.dModel, head: c.head }),
+      plot('strip', 'concat-strip', labelled('walk.cap.concatStrip', { query: c.q, label: c.qLabel, nHeads: T.nHeads, dModel: C[0].length, head: c.head }),
         matrixFigure({
           z: strip, rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, cellPx: c.size.small ? 40 : 34, range,
-          slots: T.dHead, highlights: [c.slotCols], colorbar: false, margin: { r: 56 },
+          slots: T.dValues, highlights: [c.valueCols], colorbar: false, margin: { r: 56 },
           colTicks: { vals: centres, text: centres.map((_, h) => escapeForPlotly(t('walk.word.head', { head: h }))) },
         })),
-      plot('c', 'concat', t('walk.cap.concat', { last: T.nHeads - 1, shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
+      plot('c', 'concat', t('walk.cap.concat', { last: T.nHeads - 1, shape: shape(c.L, C[0].length) }) + rowsShown(c.rows),
         matrixFigure({
-          z: c.Q(C), ...c.qRows, rowName: T.tokenName, cellPx: c.size.wide, range, slots: T.dHead,
-          highlights: [c.slotCols, c.rowQ],
+          z: c.Q(C), ...c.qRows, rowName: T.tokenName, cellPx: c.size.wide, range, slots: T.dValues,
+          highlights: [c.valueCols, c.rowQ],
         })),
     ],
   };
@@ -576,8 +724,8 @@ function outputStep(T, c) {
   const beside = (c.size.small && numbersFit(c, 0.42, T.dModel)) || (c.windowed && c.width >= 1000);
   const cell = c.size.small ? c.size.wide : beside ? 13 : Math.max(5, Math.round(c.size.wide * 0.85));
   const items = [
-    plot('c', 'output-concat', t('walk.cap.outputConcat', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
-      matrixFigure({ z: c.Q(C), ...c.qRows, rowName: T.tokenName, cellPx: cell, slots: T.dHead, range: signedRange(C) })),
+    plot('c', 'output-concat', t('walk.cap.outputConcat', { shape: shape(c.L, C[0].length) }) + rowsShown(c.rows),
+      matrixFigure({ z: c.Q(C), ...c.qRows, rowName: T.tokenName, cellPx: cell, slots: T.dValues, range: signedRange(C) })),
     op('op', toy && !T.biased ? '· W_o =' : '· W_o + b_o ='),
     plot('o', 'output', t(toy ? 'walk.cap.outputToy' : 'walk.cap.output', { shape: shape(c.L, T.dModel) }) + rowsShown(c.rows),
       matrixFigure({ z: c.Q(O), ...c.qRows, rowName: T.tokenName, cellPx: cell, highlights: [c.rowQ], range: signedRange(O) })),

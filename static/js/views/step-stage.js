@@ -3,7 +3,7 @@
 // /toy draw through it. When a step is drawn, the stage element carries
 // data-step="<step>" (and data-head, data-query, data-keys: the first key of the key window,
 // and data-draw-ms: how long the figures took to draw) for whoever waits on it.
-import { stepSpec } from '../figures/steps.js';
+import { stepSpec, stepVariant } from '../figures/steps.js';
 import { stepNote, stepText } from '../i18n/steps.js';
 import { dataText, drawGrid } from './figure-grid.js';
 
@@ -34,9 +34,12 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
     return {
       scale: data.scale.toFixed(4),
       dHead: data.dHead,
+      dValues: data.dValues,
       nHeads: data.nHeads,
       head: selection.head,
       query: `${query} (“${DATA_MARK}”)`,
+      temperature: data.temperature,
+      seed: data.seed ?? 0,
     };
   }
 
@@ -50,7 +53,7 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
   async function show(step) {
     if (!data) return;
     const mine = ++seq;
-    const text = stepText(step, placeholders());
+    const text = stepText(step, placeholders(), stepVariant(data, step));
     const spec = stepSpec(data, step, { ...selection, width: grid.clientWidth || 1200 });
     const label = data.queryLabels[Math.min(selection.query, data.queryLabels.length - 1)];
     fill(title, text.title, label);
