@@ -27,9 +27,6 @@ function panel(item) {
   const caption = document.createElement('figcaption');
   const parts = Array.isArray(item.caption) ? item.caption : [item.caption];
   caption.replaceChildren(...parts.map((part) => (typeof part === 'string' ? part : dataText(part.data))));
-  // Shown whole on hover when it is cut; a caption that quotes a token has no title, which
-  // could not mark the token as data.
-  if (parts.every((part) => typeof part === 'string')) caption.title = parts.join('');
   const plot = document.createElement('div');
   plot.className = 'plot';
   plot.id = `plot-${item.key}`;
