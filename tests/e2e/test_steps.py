@@ -561,3 +561,22 @@ def test_a_lang_parameter_wins_over_the_stored_choice(page: Page):
     page.locator("#tokens .chip").nth(3).click()  # the page's own URLs keep the parameter
     expect(stage(page)).to_have_attribute("data-query", "3")
     assert query(page)["lang"] == ["en"]
+
+
+def test_at_800_px_a_two_dozen_token_sentence_is_drawn_whole_and_legible(page: Page):
+    """An 800 px screen draws a 24-token sentence without a window, every label apart from the next."""
+    text = "The animal didn't cross the street because it was too tired to walk any further that day"
+    page.set_viewport_size({"width": 800, "height": VIEWPORT_HEIGHT})
+    page.goto(steps_url(text, layer=0, head=0, query=3))
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    n = len(page.locator("#tokens .chip").all())
+    assert 20 <= n <= 24, n
+    for step in STEPS:
+        show_step(page, step)
+        expect(page.locator("#stage-window")).to_be_hidden()  # nothing windowed: the whole sentence
+        assert page.evaluate(OVERLAPPING_LABELS, "#stage-grid") == [], step
+        heights = page.evaluate(PLOT_HEIGHTS, "#stage-grid")
+        assert all(0 < h <= 900 for h in heights.values()), (step, heights)
+    show_step(page, "scores")
+    ticks = page.evaluate("() => document.getElementById('plot-scores').layout.xaxis.tickvals")
+    assert ticks == list(range(n))  # every key named

@@ -191,10 +191,11 @@ export function stepVariant(T, step) {
 
 /**
  * How many tokens a token axis shows at once, from the stage's width: three 32-token matrices
- * side by side keep 12 px cells (one readable label per token) on a 1400 px screen.
+ * side by side keep 12 px cells (one readable label per token) on a 1400 px screen, and 24 tokens
+ * fit the 700 px stage of an 800 px screen (a sentence of two dozen tokens needs no window there).
  */
 export function windowSize(width) {
-  return width >= 1100 ? 32 : width >= 860 ? 24 : 16;
+  return width >= 1100 ? 32 : width >= 640 ? 24 : 16;
 }
 
 /**
