@@ -57,10 +57,11 @@ class LoadResult:
         return [k for k, v in self.answers.items() if len(v) > 1 and "/healthz" not in k]
 
 
-async def _client(base: str, mix, deadline: float, result: LoadResult, seed: int, at_least: int) -> None:
+async def _client(base: str, mix, until: dict[str, float], result: LoadResult, seed: int, at_least: int,
+                  warm: asyncio.Event) -> None:
     rng = random.Random(seed)
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-        while time.monotonic() < deadline or result.requests < at_least:
+        while time.monotonic() < until["deadline"] or result.requests < at_least:
             method, path, body = rng.choice(mix)
             t0 = time.perf_counter()
             try:
@@ -73,16 +74,30 @@ async def _client(base: str, mix, deadline: float, result: LoadResult, seed: int
             if r.status_code != 200:
                 result.errors.append(f"{method} {path}: {r.status_code} {r.text[:200]}")
             result.answers[f"{method} {path} {body}"].add(hashlib.sha256(r.content).hexdigest())
+            if len(result.answers) == len(mix):
+                warm.set()
+
+
+WARM_AT_MOST_S = 300.0  # a server that never answers every request of the mix is measured anyway (and fails)
 
 
 async def _run(server: Server, clients: int, seconds: float, warmup: float, at_least: int) -> LoadResult:
+    """Warm-up lasts `warmup` seconds and until every request of the mix was answered once (every cache
+    entry and code path has allocated what it keeps, however slow the machine); the measured part lasts
+    the rest of `seconds` from then on."""
     result = LoadResult()
     mix = request_mix()
-    start = time.monotonic()
-    tasks = [asyncio.create_task(_client(server.base, mix, start + seconds, result, seed, at_least))
+    warm = asyncio.Event()
+    until = {"deadline": float("inf")}
+    tasks = [asyncio.create_task(_client(server.base, mix, until, result, seed, at_least, warm))
              for seed in range(clients)]
     await asyncio.sleep(warmup)
+    try:
+        await asyncio.wait_for(warm.wait(), WARM_AT_MOST_S)
+    except TimeoutError:
+        pass
     result.rss_warm = server.rss_mb()
+    until["deadline"] = time.monotonic() + max(0.0, seconds - warmup)
     await asyncio.gather(*tasks)
     result.rss_end = server.rss_mb()
     return result
@@ -90,8 +105,9 @@ async def _run(server: Server, clients: int, seconds: float, warmup: float, at_l
 
 def run_load(server: Server, clients: int = 32, seconds: float = 30, warmup: float | None = None,
              at_least: int = 0) -> LoadResult:
-    """`clients` concurrent clients for `seconds`, and on until `at_least` requests were answered in all:
-    a short run on a busy machine still sends enough requests for its checks to mean something."""
+    """`clients` concurrent clients for `seconds` (warm-up included, and longer while some request of the
+    mix is still unanswered), and on until `at_least` requests were answered in all: a short run on a
+    busy machine still sends enough requests for its checks to mean something."""
     coro = _run(server, clients, seconds, seconds * 0.25 if warmup is None else warmup, at_least)
     with ThreadPoolExecutor(1) as own_loop:  # a thread of its own: the caller may be inside an event loop
         return own_loop.submit(asyncio.run, coro).result()
