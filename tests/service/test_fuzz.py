@@ -133,7 +133,8 @@ TRAIN = ("POST", "/api/v1/iris/train")
 ON_A_JOB = {("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
             ("POST", "/api/v1/iris/predict")}
 WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | ON_A_JOB | {("GET", "/api/v1/positions"),
-                                                                         ("GET", "/api/v1/cost"), ("GET", "/learn/{chapter}")}
+                                                                         ("GET", "/api/v1/cost"),
+                                                                         ("GET", "/learn/{chapter}")}
 # Operations with only a few valid requests: /learn/{chapter} has nine (1 to 9), all sent when fuzzing positively.
 FEW_VALID = {("GET", "/learn/{chapter}")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [

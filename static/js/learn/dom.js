@@ -37,12 +37,14 @@ export function field(id, labelKey, control) {
   return el('div', { class: 'field' }, [el('label', { for: id, text: t(labelKey) }), control]);
 }
 
-/** A group of toggle buttons (aria-pressed on the chosen one). */
+/** A group of toggle buttons (aria-pressed on the chosen one), named by a visible label. */
 export function toggles(labelKey, options, value, onChoose, attrs = {}) {
-  return el('div', { class: 'learn-toggles', role: 'group', 'aria-label': t(labelKey), ...attrs }, options.map(([v, label, extra = {}]) => el('button', {
+  const label = el('span', { class: 'learn-toggles-label', text: t(labelKey) });
+  const buttons = options.map(([v, text, extra = {}]) => el('button', {
     type: 'button', class: 'button-secondary', 'aria-pressed': String(String(v) === String(value)), dataset: { value: String(v) },
     ...extra, on: { click: () => onChoose(v) },
-  }, [label])));
+  }, [text]));
+  return el('div', { class: 'learn-toggles', role: 'group', 'aria-label': t(labelKey), ...attrs }, [label, ...buttons]);
 }
 
 /** A number with at most `digits` decimals, trailing zeros dropped. */
