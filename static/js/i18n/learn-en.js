@@ -108,7 +108,7 @@ export default {
   "learn.c4.p1": "One head gives one way of matching queries to keys. Multi-head attention runs several side by side: the projected queries, keys and values are split into H slices, one per head, and each head computes its own scores and weights on its slice. One head may follow the previous word, another the end of the sentence, another a word's partner.",
   "learn.c4.p2": "The heads' outputs are concatenated back to the model's width and multiplied by one more matrix, W_o, which mixes what the heads found. The widths need not be d_model / H: the notes' AttentionLayer takes d_keys (the width of each head's queries and keys) and d_values (of its values) as settings; W_o then maps H·d_values numbers back to d_model.",
   "learn.c4.head": "Head {head}",
-  "learn.c4.caption": "Layer {layer}: {heads} heads of width {dHead} each, {heads} × {dHead} = {product} = d_model ({dModel}). Choose a head to open it.",
+  "learn.c4.caption": "Layer {layer}: {heads} heads of width {dHead} each, {heads} × {dHead} = {product} = d_model ({dModel}). Choose a head, then open it in the explorer.",
   "learn.c4.try1": "Look for a head whose map is a diagonal just off the middle: it attends to the neighbouring token.",
   "learn.c4.try2": "Find heads whose columns for [CLS] or [SEP] are bright: chapter 7 comes back to them.",
   "learn.c4.try3": "In the worked example, set d_keys to 1 and d_values to 3 and see the weight matrices change shape.",

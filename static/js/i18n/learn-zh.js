@@ -107,7 +107,7 @@ export default {
   "learn.c4.p1": "一个头只有一种匹配查询与键的方式。多头注意力让几个头并排工作：投影后的查询、键和值被切成 H 份，每个头一份，各自在自己那一份上计算分数和权重。一个头可能跟随前一个词，另一个关注句子的结尾，还有一个去找某个词的搭档。",
   "learn.c4.p2": "各个头的输出拼接回模型的宽度，再乘以另一个矩阵 W_o，把各个头找到的东西混合起来。宽度不一定是 d_model / H：笔记中的注意力层把 d_keys（每个头的查询和键的宽度）和 d_values（值的宽度）作为参数；这时 W_o 把 H·d_values 个数映射回 d_model。",
   "learn.c4.head": "第 {head} 头",
-  "learn.c4.caption": "第 {layer} 层：{heads} 个头，每个宽 {dHead}，{heads} × {dHead} = {product} = d_model（{dModel}）。选一个头可以打开它。",
+  "learn.c4.caption": "第 {layer} 层：{heads} 个头，每个宽 {dHead}，{heads} × {dHead} = {product} = d_model（{dModel}）。选一个头，再到探索页打开它。",
   "learn.c4.try1": "找一个图像是紧挨着主对角线的斜线的头：它关注相邻的词元。",
   "learn.c4.try2": "找出 [CLS] 或 [SEP] 那一列颜色很亮的头：第 7 章会再讲它们。",
   "learn.c4.try3": "在小例子里把 d_keys 设为 1、d_values 设为 3，看权重矩阵的形状如何变化。",
