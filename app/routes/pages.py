@@ -1,7 +1,9 @@
 """HTML pages. Each page reads its state from the URL in the browser and fetches
 what it shows from /api/v1 itself, so the server passes no data to the templates."""
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 
 from ..templates import templates
@@ -114,3 +116,30 @@ def cost(request: Request) -> HTMLResponse:
 )
 def compare(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "compare.html")
+
+
+LEARN_DESCRIPTION = (
+    "Nine short chapters on attention, each around the learner's own sentence with one live view: query, key and "
+    "value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; many heads; self, "
+    "cross and masked attention; order and positions; a real model; learning; cost. `/learn` lists them, "
+    "`/learn/{chapter}` (1 to 9) shows one. The state lives in the query string: `text` (the sentence) and each "
+    "chapter's own settings; the chapters seen are kept in the browser only."
+)
+
+
+@router.get(
+    "/learn", response_class=HTMLResponse, summary="A guided path through attention", description=LEARN_DESCRIPTION
+)
+def learn(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "learn.html")
+
+
+@router.get(
+    "/learn/{chapter}",
+    response_class=HTMLResponse,
+    summary="One chapter of the guided path",
+    description=LEARN_DESCRIPTION,
+    responses={422: {"description": "The chapter is not a whole number from 1 to 9."}},
+)
+def learn_chapter(request: Request, chapter: Annotated[int, Path(ge=1, le=9)]) -> HTMLResponse:
+    return templates.TemplateResponse(request, "learn.html")

@@ -11,7 +11,8 @@ CSP = (
 
 
 @pytest.mark.parametrize("path", ["/", "/steps", "/toy", "/positions", "/iris", "/cost", "/compare", "/docs",
-                                  "/?text=%3Cscript%3E&layer=1&head=2", "/steps?text=%3C/script%3E&query=1"])
+                                  "/learn", "/learn/7", "/?text=%3Cscript%3E&layer=1&head=2",
+                                  "/steps?text=%3C/script%3E&query=1"])
 def test_html_pages_carry_the_exact_csp(client, path):
     r = client.get(path)
     assert r.status_code == 200

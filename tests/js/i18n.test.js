@@ -4,9 +4,15 @@ import './browser-globals.js';
 import test from 'node:test';
 import assert from 'node:assert/strict';
 
-import en from '../../static/js/i18n/en.js';
-import zh from '../../static/js/i18n/zh.js';
-import { has, lang, t } from '../../static/js/i18n/index.js';
+import baseEn from '../../static/js/i18n/en.js';
+import baseZh from '../../static/js/i18n/zh.js';
+import learnEn from '../../static/js/i18n/learn-en.js';
+import learnZh from '../../static/js/i18n/learn-zh.js';
+import { has, LANGUAGES, lang, t } from '../../static/js/i18n/index.js';
+
+// What the pages use: each language's dictionary with the learning path's strings merged in (index.js).
+const en = LANGUAGES.en.dictionary;
+const zh = LANGUAGES.zh.dictionary;
 
 /** The {placeholders} of a string, sorted, as one comparable string. */
 const holes = (s) => Array.from(s.matchAll(/\{(\w+)\}/g), (match) => match[1]).sort().join(',');
@@ -15,6 +21,16 @@ test('the dictionaries are large and have the same keys', () => {
   assert.ok(Object.keys(en).length > 100, `only ${Object.keys(en).length} keys`);
   assert.deepEqual(Object.keys(en).filter((k) => !(k in zh)), [], 'keys only in en.js');
   assert.deepEqual(Object.keys(zh).filter((k) => !(k in en)), [], 'keys only in zh.js');
+});
+
+test('the learning path\'s files have the same keys, all merged, none shadowing a key of en.js or zh.js', () => {
+  assert.ok(Object.keys(learnEn).length > 100, `only ${Object.keys(learnEn).length} learn keys`);
+  assert.deepEqual(Object.keys(learnEn).filter((k) => !(k in learnZh)), [], 'keys only in learn-en.js');
+  assert.deepEqual(Object.keys(learnZh).filter((k) => !(k in learnEn)), [], 'keys only in learn-zh.js');
+  assert.deepEqual(Object.keys(learnEn).filter((k) => k in baseEn || k in baseZh), [], 'keys in both files');
+  for (const [k, v] of Object.entries(learnEn)) assert.equal(en[k], v);
+  for (const [k, v] of Object.entries(learnZh)) assert.equal(zh[k], v);
+  assert.equal(Object.keys(en).length, Object.keys(baseEn).length + Object.keys(learnEn).length);
 });
 
 test('each key has the same {placeholders} in both languages', () => {

@@ -6,11 +6,14 @@
 // reloads the page, whose state lives in its URL, so every string, figure and message is drawn
 // again in the new language by the same code that drew it the first time.
 import en from './en.js';
+import learnEn from './learn-en.js';
+import learnZh from './learn-zh.js';
 import zh from './zh.js';
 
+// The learning path's strings live in their own files (the same keys in both) and join each dictionary here.
 export const LANGUAGES = Object.freeze({
-  en: { dictionary: en, html: 'en' },
-  zh: { dictionary: zh, html: 'zh-CN' },
+  en: { dictionary: { ...en, ...learnEn }, html: 'en' },
+  zh: { dictionary: { ...zh, ...learnZh }, html: 'zh-CN' },
 });
 const STORAGE_KEY = 'attnscope.lang';
 

@@ -1,0 +1,160 @@
+// The learning path (/learn, /learn/1 … /learn/9): nine short chapters on attention, each around the
+// learner's own sentence and one live view, with things to try, links that open the full pages at the
+// same state, and a link to the next chapter. The chapter is the path; the sentence (`text`) and the
+// chapter's own settings are the query string. The chapters seen and the last sentence are kept in this
+// browser only (localStorage, learn/progress.js).
+import { $, createPage, createStatus, latestWins, setTitle, t } from './page.js';
+import { has, tNodes } from './i18n/index.js';
+import { CHAPTERS, readParams, writeParams, pageLink } from './learn/chapters.js';
+import { el } from './learn/dom.js';
+import { CHAPTERS as COUNT, markSeen, nextUnseen, readSeen, readText, resetSeen, storeText } from './learn/progress.js';
+import { releaseFigure } from './views/plot.js';
+
+const storage = (() => {
+  try {
+    return window.localStorage;
+  } catch {
+    return { getItem: () => null, setItem() {}, removeItem() {} }; // storage disabled: nothing is kept
+  }
+})();
+
+const match = /^\/learn\/([1-9])\/?$/.exec(window.location.pathname);
+const number = match ? Number(match[1]) : 0; // 0: the contents
+const chapter = number ? CHAPTERS[number - 1] : null;
+const path = number ? `/learn/${number}` : '/learn';
+
+/** Numbered paragraphs or items of a chapter: `${prefix}1`, `${prefix}2`, … while the dictionary has them. */
+function numbered(prefix) {
+  const keys = [];
+  for (let i = 1; has(`${prefix}${i}`); i += 1) keys.push(`${prefix}${i}`);
+  return keys;
+}
+
+// Words the chapters quote from the notes' example sentence: data, shown as written in every language.
+const QUOTED = ['it', 'animal', 'sentence'];
+const words = (key, values = {}) => tNodes(key, { it: 'it', animal: 'animal', sentence: t('example.animal'), ...values }, QUOTED);
+
+function read(params) {
+  const text = params.get('text');
+  const state = { text: text !== null && text.trim() ? text : (readText(storage) ?? t('example.animal')) };
+  return chapter ? { ...state, ...readParams(chapter, params) } : state;
+}
+
+function write(state) {
+  const params = new URLSearchParams({ text: state.text });
+  if (chapter) for (const [name, value] of writeParams(chapter, state)) params.set(name, value);
+  return params;
+}
+
+const page = createPage({ path, read, write, render });
+const status = createStatus({ region: $('chapter-view') });
+const guard = latestWins();
+let seen = number ? markSeen(storage, number) : readSeen(storage);
+
+/** The contents beside every chapter: titles, the one shown, and which were seen. */
+function drawContents(state) {
+  $('learn-toc').replaceChildren(...CHAPTERS.map(({ n }) => {
+    const link = el('a', { href: pageLink(`/learn/${n}`, { text: state.text }), 'aria-current': n === number ? 'page' : null, dataset: { chapter: String(n) } }, [
+      el('span', { class: 'learn-toc-number', text: String(n) }), el('span', { class: 'learn-toc-title', text: t(`learn.c${n}.title`) }),
+    ]);
+    const mark = seen.includes(n) ? el('span', { class: 'learn-seen', text: t('learn.seen') }) : null;
+    return el('li', { class: seen.includes(n) ? 'is-seen' : null, dataset: { chapter: String(n) } }, [link, mark]);
+  }));
+  $('learn-progress').textContent = t('learn.progress', { seen: seen.length, total: COUNT });
+  $('learn-progress').dataset.seen = String(seen.length);
+}
+
+function drawIntro(state) {
+  const next = nextUnseen(seen);
+  const start = $('learn-start');
+  start.href = pageLink(`/learn/${next ?? 1}`, { text: state.text });
+  start.textContent = next === null ? t('learn.again') : next === 1 ? t('learn.start') : t('learn.continue', { n: next });
+  $('learn-overview').replaceChildren(...CHAPTERS.map(({ n }) => el('li', {}, [
+    el('a', { href: pageLink(`/learn/${n}`, { text: state.text }), text: t(`learn.c${n}.title`) }), ' ', el('span', { class: 'hint' }, words(`learn.c${n}.lead`)),
+  ])));
+}
+
+/** The chapter's words, pager and empty view; the view fills itself. */
+function drawChapter(state) {
+  const key = `learn.c${number}`;
+  $('chapter').dataset.chapter = String(number);
+  $('chapter-number').textContent = t('learn.chapter', { n: number, total: COUNT });
+  $('chapter-title').textContent = t(`${key}.title`);
+  $('chapter-text').replaceChildren(...numbered(`${key}.p`).map((k) => el('p', {}, words(k))));
+  $('chapter-try').replaceChildren(...numbered(`${key}.try`).map((k) => el('li', {}, words(k))));
+  const prev = $('chapter-prev');
+  const next = $('chapter-next');
+  prev.hidden = number === 1;
+  prev.href = pageLink(number === 1 ? '/learn' : `/learn/${number - 1}`, { text: state.text });
+  if (number > 1) prev.textContent = t('learn.prev', { title: t(`learn.c${number - 1}.title`) });
+  next.href = pageLink(number === COUNT ? '/learn' : `/learn/${number + 1}`, { text: state.text });
+  next.textContent = number === COUNT ? t('learn.finish') : t('learn.next', { title: t(`learn.c${number + 1}.title`) });
+}
+
+function drawLinks(state, values) {
+  const links = chapter.links({ ...state, ...values }, t);
+  $('chapter-links').replaceChildren(...links.map(({ key, href }, i) => el('a', {
+    href, class: i === 0 ? 'button-primary learn-open' : 'learn-also', dataset: { open: String(i) },
+  }, words(key))));
+}
+
+async function render(state) {
+  const ticket = guard.begin();
+  storeText(storage, state.text);
+  $('learn-text').value = state.text;
+  setTitle(number ? `learn.c${number}.title` : 'page.learn');
+  drawContents(state);
+  if (!number) {
+    drawIntro(state);
+    return;
+  }
+  drawChapter(state);
+  const view = $('chapter-view');
+  const extra = $('chapter-extra');
+  view.dataset.drawn = '';
+  for (const plot of document.querySelectorAll('#chapter .js-plotly-plot')) releaseFigure(plot);
+  $('chapter-caption').replaceChildren();
+  const ctx = {
+    current: () => guard.current(ticket),
+    navigate: (patch) => page.navigate({ ...state, ...patch }),
+    caption: (key, values, data = []) => {
+      if (guard.current(ticket)) $('chapter-caption').replaceChildren(...tNodes(key, values, data));
+    },
+    links: (values) => {
+      if (guard.current(ticket)) drawLinks(state, values);
+    },
+  };
+  drawLinks(state, {});
+  status.busy(true);
+  status.info('');
+  try {
+    await chapter.view(view, state, ctx);
+    if (chapter.extra) {
+      extra.hidden = false;
+      $('chapter-extra-heading').replaceChildren(...words('learn.c7.itHeading'));
+      await chapter.extra($('chapter-extra-view'), ctx, t);
+    }
+  } catch (error) {
+    if (guard.current(ticket)) status.error(error);
+    return;
+  }
+  if (!guard.current(ticket)) return;
+  status.busy(false);
+  view.dataset.drawn = page.urlOf(state);
+}
+
+$('learn-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const text = $('learn-text').value;
+  if (!text.trim()) return;
+  page.navigate({ ...page.state(), text });
+});
+
+$('learn-reset').addEventListener('click', () => {
+  resetSeen(storage);
+  seen = [];
+  render(page.state());
+});
+
+document.body.classList.add(number ? 'learn-chapter-page' : 'learn-contents-page');
+page.start();
