@@ -58,7 +58,7 @@ from .schemas.iris import (
     IrisTrace,
     PredictResponse,
 )
-from .schemas.toy import ToyBackwardResponse, ToyResponse
+from .schemas.toy import FlashResponse, ToyBackwardResponse, ToyResponse
 
 
 def tokens(items: list[Token]) -> list[TokenInfo]:
@@ -166,6 +166,21 @@ def toy_answer(result: dict[str, Any]) -> ToyResponse:
     tensors = {name: steps(result[name]) if result[name] is not None else None for name in ("weights", "additive")}
     soft = matrix(result["soft"]) if result["soft"] is not None else None
     return ToyResponse(**{**result, **tensors, "soft": soft, "steps": steps(result["steps"])})
+
+
+def flash_answer(result: dict[str, Any]) -> FlashResponse:
+    """POST /flash's answer from run_flash's (its tiles are dataclasses of tensors)."""
+    def tiles(items: list[Any]) -> list[dict[str, Any]]:
+        return [{name: matrix(value) if isinstance(value, torch.Tensor) else value
+                 for name, value in vars(tile).items()} for tile in items]
+
+    backward = result["backward"]
+    if backward is not None:
+        backward = {**tensors({k: backward[k] for k in ("upstream", "dq", "dk", "dv")}),
+                    "tiles": tiles(backward["tiles"]), "reference": tensors(backward["reference"]),
+                    "max_abs_diff": backward["max_abs_diff"]}
+    arrays = tensors({k: result[k] for k in ("q", "k", "v", "output", "reference", "m", "l")})
+    return FlashResponse(**{**result, **arrays, "tiles": tiles(result["tiles"]), "backward": backward})
 
 
 def toy_backward_answer(result: dict[str, Any]) -> ToyBackwardResponse:

@@ -86,13 +86,22 @@ BACKWARD_RULES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+# FlashAttention's tiles (POST /api/v1/flash), beside the toy's rules (its request is the toy's).
+FLASH_RULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "flash_block": (("value", "max"), "a block size (block_rows, block_cols) outside 1..max"),
+    "flash_head": (("head", "n_heads"), "a head outside 0..n_heads-1"),
+    "flash_upstream_shape": (("rows", "cols"), "an upstream gradient that is not the head's output shape, rows x cols"),
+}
+
+
 class ToyShapeError(RuleError):
     """A toy matrix or setting that does not fit the others (sizes, n_heads, limits).
 
-    `type` is one of TOY_RULES (or BACKWARD_RULES); `ctx` holds that rule's numbers (e.g. {"values": 3, "keys": 4}).
+    `type` is one of TOY_RULES (or BACKWARD_RULES, FLASH_RULES); `ctx` holds that rule's numbers (e.g.
+    {"values": 3, "keys": 4}).
     """
 
-    rules = {**TOY_RULES, **BACKWARD_RULES}
+    rules = {**TOY_RULES, **BACKWARD_RULES, **FLASH_RULES}
 
 
 class IndexOutOfRange(InputError):

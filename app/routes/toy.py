@@ -9,12 +9,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response
 
-from model.errors import BACKWARD_RULES, TOY_RULES
+from model.errors import BACKWARD_RULES, FLASH_RULES, TOY_RULES
+from model.lab.flash import MAX_BLOCK, run_flash
 from model.lab.toy import run_toy
 from model.lab.toy_backward import run_toy_backward
 
 from .. import serialize
-from ..deps import ClientLeft, Hub, ToyInput
+from ..deps import ClientLeft, Hub, SettingsDep, ToyInput
+from ..errors import refuse_over_cap
 from ..hub import ModelHub
 from ..schemas.common import (
     BODY_TOO_LARGE,
@@ -24,7 +26,7 @@ from ..schemas.common import (
     documented_rules,
     openapi_examples,
 )
-from ..schemas.toy import ToyBackwardRequest, ToyBackwardResponse, ToyRequest, ToyResponse
+from ..schemas.toy import FlashRequest, FlashResponse, ToyBackwardRequest, ToyBackwardResponse, ToyRequest, ToyResponse
 
 router = APIRouter(
     prefix="/api/v1",
@@ -120,3 +122,44 @@ ToyBackwardInput = Annotated[ToyBackwardRequest, Body(openapi_examples=openapi_e
 def toy_backward(req: ToyBackwardInput, hub: Hub, gone: ClientLeft) -> Response:
     result = _run_toy(run_toy_backward, req, hub, gone, upstream=req.upstream)
     return serialize.json_response(serialize.toy_backward_answer(result))
+
+
+FlashInput = Annotated[FlashRequest, Body(openapi_examples=openapi_examples(FlashRequest))]
+
+
+@router.post(
+    "/flash",
+    response_model=FlashResponse,
+    summary="FlashAttention tile by tile on one head of the toy's layer, beside standard attention",
+    description=(
+        "The toy's layer and inputs (`queries`, `keys`, `values`, `weights`, `n_heads`, `causal`, `hidden_keys`: "
+        "the /api/v1/toy fields, rules and defaults; `{}` is the worked example) and one `head`, whose q, k and v "
+        f"(the toy's split step) go through FlashAttention's forward in blocks of `block_rows` Br queries and "
+        f"`block_cols` Bc keys (1..{MAX_BLOCK}): per query block a running row maximum m, a running sum l = Σ "
+        "exp(score − m) and an unnormalised output o, rescaled by exp(m_old − m_new) whenever a row's maximum "
+        "grows, and output = o / l after the last key block. `tiles` lists every tile in the order computed with "
+        "its scores (scaled, masked: hidden entries null) and the state m, l, o after it; a tile whose scores are "
+        "all hidden is `skipped` (nothing changes). `reference` is the same head's standard softmax attention "
+        "(the /toy weighted_sum step) and `max_abs_diff` their largest difference. A row whose keys are all hidden "
+        "gives zeros (m null, l 0). `backward: true` adds the backward by recomputation: from q, k, v, the "
+        "output, dO (`upstream`, L x d_values; default all ones) and m, l only, each tile's weights P = exp(score − "
+        "m − log l) and the scores' gradient dS = P ⊙ (dP − rowsum(dO ⊙ output)) are recomputed (`tiles`), and "
+        "dq, dk, dv summed, beside torch.autograd's through softmax attention written out (`reference`). Errors: "
+        "those of /api/v1/toy (422 naming the field), and " + documented_rules(FLASH_RULES) + "; an answer over "
+        "the JSON cap (ATTNSCOPE_MAX_JSON_VALUES) → 413 `answer_too_large`: raise the block sizes."
+    ),
+)
+def flash(req: FlashInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
+    weights = req.weights.model_dump(exclude_none=True) if req.weights else None
+    bound = partial(run_flash, hidden_keys=req.hidden_keys, block_rows=req.block_rows, block_cols=req.block_cols,
+                    head=req.head, backward=req.backward, upstream=req.upstream)
+    result = hub.run(bound, req.queries, req.keys, req.values, req.n_heads, weights, req.causal, gone=gone)
+    values = _numbers(result["tiles"]) + (_numbers(result["backward"]["tiles"]) if result["backward"] else 0)
+    refuse_over_cap(values, settings.max_json_values, f"{len(result['tiles'])} tiles",
+                    "raise block_rows and block_cols, or send fewer queries or keys")
+    return serialize.json_response(serialize.flash_answer(result))
+
+
+def _numbers(tiles: list[Any]) -> int:
+    """How many numbers the tiles hold (what the JSON cap counts)."""
+    return sum(value.numel() for tile in tiles for value in vars(tile).values() if hasattr(value, "numel"))

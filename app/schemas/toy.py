@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from model.lab.flash import MAX_BLOCK as FLASH_MAX_BLOCK
 from model.lab.toy import MAX_ABS as TOY_MAX_ABS
 from model.lab.toy import MAX_SIDE as TOY_MAX_SIDE
 from model.lab.variants import MAX_SEED as TOY_MAX_SEED
@@ -69,13 +70,8 @@ HiddenKeys = Annotated[
 ]
 
 
-class ToyRequest(StrictRequest):
-    model_config = ConfigDict(json_schema_extra=examples(
-        {},
-        {"queries": [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1]], "n_heads": 2, "causal": True,
-         "weights": {"o": [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]}},
-        {"queries": [[1, 0, 1]], "keys": [[1, 0, 1], [0, 1, 0]], "values": [[1, 2, 3], [4, 5, 6]], "n_heads": 3},
-    ))
+class ToyLayerRequest(StrictRequest):
+    """The toy's layer and inputs: what /toy and /flash share."""
 
     queries: ToyMatrix | None = Field(None, description="L x d_model inputs of the queries.")
     keys: ToyMatrix | None = Field(None, description="S x d_model inputs of the keys; default: queries.")
@@ -83,6 +79,17 @@ class ToyRequest(StrictRequest):
     n_heads: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Must divide d_model; default 2.")
     weights: ToyWeights | None = None
     causal: bool = Field(False, description="Hide key j from query i when j > i.")
+    hidden_keys: HiddenKeys = Field(default_factory=list, description="Distinct key indices hidden from every query.")
+
+
+class ToyRequest(ToyLayerRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {},
+        {"queries": [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1]], "n_heads": 2, "causal": True,
+         "weights": {"o": [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]}},
+        {"queries": [[1, 0, 1]], "keys": [[1, 0, 1], [0, 1, 0]], "values": [[1, 2, 3], [4, 5, 6]], "n_heads": 3},
+    ))
+
     variant: ToyVariant = Field("scaled_dot", description="How scores become weights (see the route).")
     temperature: Temperature = Field(1.0, description="Divides the scaled scores before the weights (every variant).")
     seed: int = Field(0, ge=0, le=TOY_MAX_SEED, description="The draw of sample and gumbel, and of seeded defaults.")
@@ -91,7 +98,6 @@ class ToyRequest(StrictRequest):
     d_values: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Per-head width of v; d_model/n_heads.")
     additive: ToyAdditive | None = Field(None, description="variant additive only; default seeded, d_attn = d_keys.")
     positions: ToyPositions = Field("none", description="none, sinusoidal (X + P), rope (q, k rotated), alibi (bias).")
-    hidden_keys: HiddenKeys = Field(default_factory=list, description="Distinct key indices hidden from every query.")
 
 
 class ToySteps(Steps[QKV]):
@@ -205,3 +211,81 @@ class ToyBackwardResponse(BaseModel):
     note: str = Field(description="The same in one English sentence.")
     upstream: Matrix = Field(description="The upstream gradient used (L x d_model).")
     upstream_default: bool = Field(description="Whether upstream is the default, all ones.")
+
+
+# ---- /flash: FlashAttention, tile by tile, on one head of the toy's layer ----------------------------------
+
+MaskedMatrix = list[list[float | None]]
+
+
+class FlashRequest(ToyLayerRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {},
+        {"block_rows": 1, "block_cols": 3, "causal": True, "head": 1},
+        {"block_rows": 2, "block_cols": 2, "hidden_keys": [0], "backward": True},
+    ))
+
+    block_rows: int = Field(2, ge=1, le=FLASH_MAX_BLOCK, description="Br, the query rows of one block.")
+    block_cols: int = Field(2, ge=1, le=FLASH_MAX_BLOCK, description="Bc, the keys (and values) of one block.")
+    head: Index = Field(0, description="The head whose attention is tiled (0..n_heads-1).")
+    backward: bool = Field(False, description="Also the backward by recomputation, against torch.autograd.")
+    upstream: ToyMatrix | None = Field(
+        None, description="backward: dL/d the head's output, L x d_values; default all ones.")
+
+
+class FlashTile(BaseModel):
+    row_block: int
+    col_block: int
+    rows: list[int] = Field(description="[i0, i1): the tile's query rows, i1 exclusive.")
+    cols: list[int] = Field(description="[j0, j1): the tile's keys, j1 exclusive.")
+    scores: MaskedMatrix = Field(description="Br x Bc: q·kᵀ × scale, masked; hidden entries are null (−∞).")
+    m: list[float | None] = Field(description="Br: the running row maximum after this tile; null (−∞) while a "
+                                  "row has seen no visible key.")
+    l: list[float] = Field(description="Br: the running Σ exp(score − m) after this tile.")  # noqa: E741 (ℓ)
+    o: Matrix = Field(description="Br x d_values: the running output after this tile, not yet divided by l.")
+    skipped: bool = Field(description="Every score of the tile is hidden: nothing changes (FlashAttention skips it).")
+
+
+class FlashBackwardTile(BaseModel):
+    row_block: int
+    col_block: int
+    rows: list[int]
+    cols: list[int]
+    p: Matrix = Field(description="Br x Bc: the weights recomputed from the scores, m and l.")
+    ds: Matrix = Field(description="Br x Bc: the scores' gradient P ⊙ (dP − D).")
+    skipped: bool
+
+
+class FlashGradients(BaseModel):
+    dq: Matrix
+    dk: Matrix
+    dv: Matrix
+
+
+class FlashBackward(BaseModel):
+    upstream: Matrix = Field(description="dO used (L x d_values).")
+    tiles: list[FlashBackwardTile]
+    dq: Matrix = Field(description="L x d_keys.")
+    dk: Matrix = Field(description="S x d_keys.")
+    dv: Matrix = Field(description="S x d_values.")
+    reference: FlashGradients = Field(description="torch.autograd through softmax attention written out.")
+    max_abs_diff: float
+
+
+class FlashResponse(BaseModel):
+    head: int
+    n_heads: int
+    block_rows: int
+    block_cols: int
+    scale: float = Field(description="1/√d_keys.")
+    q: Matrix = Field(description="The head's queries, L x d_keys (the toy's split step).")
+    k: Matrix = Field(description="The head's keys, S x d_keys.")
+    v: Matrix = Field(description="The head's values, S x d_values.")
+    tiles: list[FlashTile] = Field(description="In the order computed: query block by query block, each key "
+                                   "block in turn.")
+    output: Matrix = Field(description="L x d_values: O / l, the head's attention output.")
+    reference: Matrix = Field(description="L x d_values: the same head's standard softmax attention (/toy).")
+    max_abs_diff: float = Field(description="max |output − reference|.")
+    m: list[float | None] = Field(description="L: each row's final maximum (null: every key hidden).")
+    l: list[float] = Field(description="L: each row's final Σ exp(score − m) (0: every key hidden).")  # noqa: E741 (ℓ)
+    backward: FlashBackward | None = None
