@@ -179,6 +179,7 @@ function drawFocus(state) {
   els.focusClear.hidden = state.focus === null;
   if (typeof overview.focus === 'function') overview.focus(state.focus);
   headView.focus(state.focus);
+  headView.select(state.head);
 }
 
 /** The colour scale on the grid and its key; the grid coloured by a metric once /metrics answers. */
