@@ -601,7 +601,7 @@ export default {
   // ---- compare and export ----
   "nav.compare": "Compare",
   "page.compare": "compare two sentences",
-  "site.tagline.compare": "one head’s attention for two sentences, side by side or as a difference",
+  "site.tagline.compare": "one head, two sentences: side by side or their difference",
   "compare.form": "Sentences to compare",
   "compare.a.label": "Sentence A",
   "compare.a.pair": "A’s second segment",

@@ -601,7 +601,7 @@ export default {
   // ---- compare and export ----
   "nav.compare": "对比",
   "page.compare": "对比两个句子",
-  "site.tagline.compare": "同一个头对两个句子的注意力：并排，或者相减",
+  "site.tagline.compare": "同一个头看两个句子：并排，或者相减",
   "compare.form": "要对比的句子",
   "compare.a.label": "句子 A",
   "compare.a.pair": "A 的第二段",
