@@ -273,8 +273,9 @@ async function render(state) {
     result = await fetchOverview(state, state.edit);
   } catch (error) {
     if (guard.current(ticket)) {
-      status.error(error); // the last good result stays
-      editor.refused(error); // and beside the what-if form, when the edit is what the server refused
+      // the last good result stays; beside the what-if form when the edit is what the server refused, else
+      // beside the sentence form
+      status.error(error, { beside: !editor.refused(error) });
     }
     preloadPlotly(); // ready for the next sentence
     return;

@@ -315,10 +315,10 @@ def test_intro_and_a_blank_sentence(page: Page):
 
 
 @pytest.mark.expect_http_errors(422)
-def test_a_blank_sentence_is_the_servers_message(page: Page):
+def test_a_blank_sentence_is_said_in_the_pages_words(page: Page):
     page.goto(compare_url(CAT, "   ", 0, 0))
     expect(page.locator("#status")).to_have_class(re.compile(r"\bis-error\b"))
-    expect(page.locator("#status")).to_contain_text("422")
+    expect(page.locator("#status")).to_have_text("The sentence is blank: type at least one word.")
 
 
 HEADER = """() => { const box = (s) => document.querySelector(s).getBoundingClientRect();
