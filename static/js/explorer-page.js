@@ -179,6 +179,7 @@ function drawFocus(state) {
   els.focusClear.hidden = state.focus === null;
   if (typeof overview.focus === 'function') overview.focus(state.focus);
   headView.focus(state.focus);
+  headView.select(state.head);
 }
 
 /** The colour scale on the grid and its key; the grid coloured by a metric once /metrics answers. */
@@ -272,8 +273,9 @@ async function render(state) {
     result = await fetchOverview(state, state.edit);
   } catch (error) {
     if (guard.current(ticket)) {
-      status.error(error); // the last good result stays
-      editor.refused(error); // and beside the what-if form, when the edit is what the server refused
+      // the last good result stays; beside the what-if form when the edit is what the server refused, else
+      // beside the sentence form
+      status.error(error, { beside: !editor.refused(error) });
     }
     preloadPlotly(); // ready for the next sentence
     return;

@@ -223,6 +223,8 @@ export function errorMessage(error) {
     if (error.code === 'unreachable') return t('error.unreachable');
     const tooLong = tooLongMessage(error);
     if (tooLong) return tooLong;
+    const worded = refusalWords(error);
+    if (worded) return worded;
     if (error.code === 'not-json') return t('error.notJson', { status: error.status });
     if (error.detail) return t('error.server', { status: error.status, detail: error.detail });
     return t('error.status', { status: error.status });
@@ -251,14 +253,45 @@ function tooLongMessage(error) {
 
 let runFormModel = null; // () => the model id the form has chosen
 
+const INDEX_FIELDS = ['layer', 'layers', 'head', 'heads', 'query'];
+
 /**
- * The status line (#status), the loading indicator (#loading) and the region they describe.
- * @param {{status?: HTMLElement, loading?: HTMLElement, region?: HTMLElement|null}} [elements]
+ * The page's own words for the refusals a learner meets most (a blank sentence or second sentence, an
+ * index the model or the sentence does not have), from the answer's error type and field (a value error's
+ * message only tells blank from other faults); null for any other error.
  */
-export function createStatus({ status = $('status'), loading = $('loading'), region = $('results') } = {}) {
+function refusalWords(error) {
+  const item = error.body && Array.isArray(error.body.errors) ? error.body.errors[0] : null;
+  if (!item || !Array.isArray(item.loc)) return null;
+  const field = item.loc[1]; // the field sent, after "body", "query" or "path" (an edit's fields are under "edit")
+  if (item.type === 'value_error' && /blank/.test(item.msg || '')) {
+    if (field === 'text') return t('error.blank');
+    if (field === 'text_pair') return t('error.blankPair');
+  }
+  if (item.type === 'index_out_of_range') {
+    if (INDEX_FIELDS.includes(field)) return t(`error.outOfRange.${field.replace(/s$/, '')}`);
+  }
+  return null;
+}
+
+/** A refused request (4xx): what was sent is what to change, so it is said beside the form that sent it. */
+const refusedRequest = (error) => error instanceof ApiError && error.status >= 400 && error.status < 500;
+
+/**
+ * The status line (#status), the loading indicator (#loading) and the region they describe, and the slot
+ * beside the page's form (#form-error, next to its submit button) where a refused request is said too.
+ * @param {{status?: HTMLElement, loading?: HTMLElement, region?: HTMLElement|null, beside?: HTMLElement|null}} [elements]
+ */
+export function createStatus({
+  status = $('status'), loading = $('loading'), region = $('results'), beside = document.getElementById('form-error'),
+} = {}) {
   const show = (message, isError) => {
     status.textContent = message;
     status.classList.toggle('is-error', isError);
+    if (beside && !isError) {
+      beside.textContent = '';
+      beside.hidden = true; // an answer or a new request: what was refused before is gone
+    }
   };
   return {
     busy(on) {
@@ -268,10 +301,18 @@ export function createStatus({ status = $('status'), loading = $('loading'), reg
     info(message = '') {
       show(message, false);
     },
-    /** An error message; whatever was drawn last stays on screen. */
-    error(error) {
+    /**
+     * An error message; whatever was drawn last stays on screen. A refused request is also said beside
+     * the form (unless `beside` is false: another control's own slot says it).
+     */
+    error(error, { beside: there = true } = {}) {
       this.busy(false);
-      show(errorMessage(error), true);
+      const message = errorMessage(error);
+      show(message, true);
+      if (beside && there && refusedRequest(error)) {
+        beside.textContent = message;
+        beside.hidden = false;
+      }
     },
     /** An error the page words itself (from a status or an error type, never from prose); as error(). */
     problem(message) {

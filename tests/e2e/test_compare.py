@@ -315,7 +315,54 @@ def test_intro_and_a_blank_sentence(page: Page):
 
 
 @pytest.mark.expect_http_errors(422)
-def test_a_blank_sentence_is_the_servers_message(page: Page):
+def test_a_blank_sentence_is_said_in_the_pages_words(page: Page):
     page.goto(compare_url(CAT, "   ", 0, 0))
     expect(page.locator("#status")).to_have_class(re.compile(r"\bis-error\b"))
-    expect(page.locator("#status")).to_contain_text("422")
+    expect(page.locator("#status")).to_have_text("The sentence is blank: type at least one word.")
+
+
+HEADER = """() => { const box = (s) => document.querySelector(s).getBoundingClientRect();
+  const brand = box('.brand-name'), tagline = box('.brand-tagline'), nav = box('.site-nav'), lang = box('.lang-switch');
+  const links = Array.from(document.querySelectorAll('.site-nav a'), (a) => a.getBoundingClientRect().top);
+  return {height: box('.site-header').height, brand: brand.top, taglineLines: Math.round(tagline.height / 17),
+          navTop: nav.top, langTop: lang.top, linkRows: new Set(links.map(Math.round)).size,
+          scroll: document.documentElement.scrollWidth, width: innerWidth}; }"""
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_header_fits_at_1400_and_800_and_the_form_is_usable_at_390(page: Page, language: str):
+    url = compare_url(CAT, DOG, 2, 5, lang=language)
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(url)
+    wait_drawn(page)
+    # 1400 px: one row, as on the explorer (brand, tagline, links and languages side by side, nothing wrapped)
+    wide = page.evaluate(HEADER)
+    page.goto(f"/?lang={language}")
+    expect(page.locator("#intro")).to_be_visible()
+    assert wide["height"] == page.evaluate(HEADER)["height"]
+    assert wide["taglineLines"] == 1 and wide["linkRows"] == 1
+    assert abs(wide["navTop"] - wide["langTop"]) < 8 and wide["navTop"] < wide["brand"] + 20
+    assert wide["height"] < 70
+
+    # 800 px: the name and the tagline on one line, the links and languages on the next one
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.goto(url)
+    wait_drawn(page)
+    narrow = page.evaluate(HEADER)
+    assert narrow["taglineLines"] == 1 and narrow["linkRows"] == 1
+    assert abs(narrow["navTop"] - narrow["langTop"]) < 8
+    assert narrow["height"] < 110 and narrow["scroll"] <= narrow["width"]
+
+    # 390 px: the form takes one field a row, each as wide as the form, and nothing scrolls sideways
+    page.set_viewport_size({"width": 390, "height": 844})
+    fields = page.evaluate("""() => Array.from(document.querySelectorAll('#compare-form input[type=text], #model-select'),
+                              (el) => el.getBoundingClientRect()).map((r) => [r.left, r.width])""")
+    form = page.locator("#compare-form").bounding_box()
+    assert len(fields) == 5
+    for left, width in fields:
+        assert abs(left - form["x"]) < 1 and width > form["width"] - 2
+    assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+    page.locator("#compare-b").fill("A dog sat on the mat.")
+    page.locator("#run-button").click()
+    expect(page).to_have_url(re.compile(r"b=A(\+|%20)dog"))
+    wait_drawn(page)

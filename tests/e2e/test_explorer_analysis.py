@@ -230,14 +230,22 @@ def test_zooming_into_512_tokens_labels_every_token_in_view(page: Page, api):
     page.goto(link(text, layer=0, head=0))
     wait_title(page, "Layer 0 · Head 0")
     page.set_viewport_size({"width": 1920, "height": 1080})
-    overview_ticks = page.evaluate("() => document.getElementById('heatmap').layout.xaxis.tickvals.length")
-    assert overview_ticks < 512  # thinned out when the whole input is in view
+    overview = page.evaluate("() => { const x = document.getElementById('heatmap').layout.xaxis; return [x.tickvals, x.ticktext]; }")
+    assert len(overview[0]) < 512  # thinned out when the whole input is in view
+    # a thinned axis names each label's position with its token, so that it reads as places in the text
+    wait_until(page, "(n) => document.querySelectorAll('#heatmap .xtick text').length === n", arg=len(overview[0]))
+    shown = page.evaluate("() => Array.from(document.querySelectorAll('#heatmap .xtick text'), (t) => t.textContent)")
+    assert shown == [f"{i} {tokens[i]}" for i in overview[0]]
     page.evaluate("() => window.Plotly.relayout(document.getElementById('heatmap'), {'xaxis.range': [199.5, 239.5], 'yaxis.range': [239.5, 199.5]})")
     wait_until(page, "() => document.getElementById('heatmap').layout.xaxis.tickvals.length === 40")
     ticks = page.evaluate("() => [document.getElementById('heatmap').layout.xaxis.tickvals, document.getElementById('heatmap').layout.yaxis.tickvals]")
     assert ticks == [list(range(200, 240)), list(range(200, 240))]
+    wait_until(page, "() => document.querySelector('#heatmap .xtick text').textContent.startsWith('200 ')")
     shown = page.evaluate("() => Array.from(document.querySelectorAll('#heatmap .xtick text'), (t) => t.textContent)")
-    assert sorted(shown) == sorted(tokens[200:240])
+    assert sorted(shown) == sorted(f"{i} {tokens[i]}" for i in range(200, 240))  # every token in view, named
+    # zooming back out thins the labels again
+    page.evaluate("() => window.Plotly.relayout(document.getElementById('heatmap'), {'xaxis.autorange': true, 'yaxis.autorange': 'reversed'})")
+    wait_until(page, "(n) => document.getElementById('heatmap').layout.xaxis.tickvals.length === n", arg=len(overview[0]))
 
 
 def test_a_sentence_pair_draws_the_segment_boundary(page: Page, api):

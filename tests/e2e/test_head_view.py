@@ -2,7 +2,8 @@
 scale and focus (static/js/views/overview.js), in real Chromium, compared with the API.
 
 The head view shows the layer of the URL: a line per (head, query, key) whose weight is at least the
-view's cutoff, 0.01 (its legend says so). What it stroked is read back from the container
+view's cutoff, 0.01 (its legend says so). It opens on the URL's head alone and, of every token's lines, each
+query token's 3 strongest (at most 3 x N lines); its "lines per token" menu and head toggles add the rest. What it stroked is read back from the container
 (`headViewLines()`, `data-*`), and compared with /api/v1/attention fetched by the test."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ SENTENCE = "The cat sat on the mat because it was warm."
 LAYER = 3
 CUTOFF = 0.01
 MAX_DRAWN = 1500
+OPENING_LIMIT = 3  # lines per query token the view opens with (static/js/views/head-view-layout.js)
 # The page's maps come in the compact u16 encoding: weights exact to 7.7e-6 (docs/encoding.md). A weight this close
 # to the cutoff may fall on either side of it there.
 COMPACT = 7.7e-6
@@ -109,6 +111,35 @@ def open_head_view(page: Page, text: str, extra: str = "") -> int:
     return view.locator(".head-view-queries .head-view-token").count()
 
 
+def show_every_line(page: Page) -> None:
+    """Every head, and every line of weight >= 0.01 of every token (the view opens with fewer)."""
+    view = page.locator("#head-view")
+    view.locator(".head-view-limit").select_option("all")
+    expect(view).to_have_attribute("data-limit", "all")
+    view.locator(".head-view-all").click()
+    expect(view.locator(".head-view-toggle[aria-pressed='false']")).to_have_count(0)
+
+
+def assert_strongest(drawn: dict, maps: list, heads: list[int], shown: list[int], limit: int, *,
+                     complete: bool) -> None:
+    """Each drawn line is among its query row's `limit` strongest weights of at least the cutoff, in a shown
+    head; `complete`: every row is in view, so each row's `limit` strongest are all drawn. (Up to weights
+    within BAND of each other or of the cutoff: the compact encoding.)"""
+    assert {h for h, _, _ in drawn} <= set(shown)
+    for h in shown:
+        matrix = maps[heads.index(h)]
+        for q, row in enumerate(matrix):
+            keys = [k for (hh, qq, k) in drawn if hh == h and qq == q]
+            assert len(keys) <= limit, f"head {h} query {q}: {len(keys)} lines"
+            for k in keys:
+                assert row[k] >= CUTOFF - BAND
+                assert sum(w > row[k] + BAND for w in row) < limit, f"head {h} query {q} key {k} is not a strongest"
+            if complete:
+                left = [w for k, w in enumerate(row) if k not in keys]
+                floor = min((row[k] for k in keys), default=1.0) if len(keys) == limit else CUTOFF
+                assert all(w <= floor + BAND for w in left), f"head {h} query {q}: a stronger line is not drawn"
+
+
 def token(page: Page, side: str, index: int):
     column = "head-view-queries" if side == "query" else "head-view-keys"
     return page.locator(f"#head-view .{column} .head-view-token").nth(index)
@@ -133,6 +164,58 @@ def every_tokens_lines(page: Page, maps: list, heads: list[int]) -> None:
     assert (lowest > CUTOFF) == (len(expected_lines(maps, heads)) > MAX_DRAWN)
 
 
+@pytest.mark.parametrize("tokens", [None, 512], ids=["sentence", "512-tokens"])
+def test_the_view_opens_on_the_selected_head_and_each_tokens_strongest_lines(page: Page, api, tokens):
+    text = SENTENCE if tokens is None else TextMaker(seed=12).text(tokens)
+    reference = layer_maps(api, text)
+    maps, heads = reference["attention"][0], reference["heads"]
+    page.goto(f"/?text={quote(text)}&layer={LAYER}&head=5")
+    view = page.locator("#head-view")
+    expect(view).to_have_attribute("data-layer", str(LAYER))
+    n = len(reference["tokens"])
+    # On open: head 5 alone, each query token's 3 strongest lines: at most 3 x N, in view or not.
+    expect(view).to_have_attribute("data-heads", "5")
+    expect(view).to_have_attribute("data-limit", str(OPENING_LIMIT))
+    expect(view).to_have_attribute("data-mode", "all")
+    expect(view.locator(".head-view-toggle[aria-pressed='true']")).to_have_count(1)
+    expect(view.locator(".head-view-limit")).to_have_value(str(OPENING_LIMIT))
+    assert int(view.get_attribute("data-lines")) <= OPENING_LIMIT * n
+    assert int(view.get_attribute("data-drawn")) <= OPENING_LIMIT * n
+    complete = tokens is None  # every row in view: each row's top 3 are drawn
+    assert_strongest(drawn_lines(page), maps, heads, [5], OPENING_LIMIT, complete=complete)
+    if complete:
+        assert len(drawn_lines(page)) == int(view.get_attribute("data-lines"))
+    expect(view.locator(".head-view-status")).to_have_text(re.compile(r"^Each query token's 3 strongest lines per head: \d+ \(heads shown: 1\)\.$"))
+
+    # The menu: the strongest line alone, then every line of weight >= 0.01.
+    view.locator(".head-view-limit").select_option("1")
+    expect(view).to_have_attribute("data-limit", "1")
+    tops = [max(row) for row in maps[heads.index(5)]]  # one line per row whose strongest weight reaches 0.01
+    lines = int(view.get_attribute("data-lines"))
+    assert abs(lines - sum(w >= CUTOFF for w in tops)) <= sum(abs(w - CUTOFF) < BAND for w in tops)
+    assert_strongest(drawn_lines(page), maps, heads, [5], 1, complete=complete)
+    view.locator(".head-view-limit").select_option("all")
+    expect(view).to_have_attribute("data-limit", "all")
+    if complete:
+        every_tokens_lines(page, [maps[heads.index(5)]], [5])
+    else:  # counted in full, in view or not
+        lines = int(view.get_attribute("data-lines"))
+        assert abs(lines - len(expected_lines([maps[heads.index(5)]], [5]))) <= sum(
+            abs(w - CUTOFF) < BAND for row in maps[heads.index(5)] for w in row)
+
+    # Choosing another head in the explorer moves the view to it while the learner has not picked heads.
+    page.locator("#head-select").select_option("7")
+    expect(view).to_have_attribute("data-heads", "7")
+    # Adding heads: All shows the 12, and the view keeps them when another head is selected.
+    view.locator(".head-view-all").click()
+    expect(view).to_have_attribute("data-heads", ",".join(map(str, heads)))
+    if complete:
+        every_tokens_lines(page, maps, heads)
+    page.locator("#head-select").select_option("2")
+    expect(page).to_have_url(re.compile(r"[?&]head=2(&|$)"))
+    expect(view).to_have_attribute("data-heads", ",".join(map(str, heads)))
+
+
 @pytest.mark.parametrize("tokens", [None, 32], ids=["sentence", "32-tokens"])
 def test_hovering_a_query_token_draws_its_weights_above_the_cutoff(page: Page, api, tokens):
     text = SENTENCE if tokens is None else TextMaker(seed=32).text(tokens)
@@ -142,6 +225,7 @@ def test_hovering_a_query_token_draws_its_weights_above_the_cutoff(page: Page, a
     assert n == len(reference["tokens"])
     view = page.locator("#head-view")
     expect(view.locator(".head-view-legend")).to_contain_text("0.01")
+    show_every_line(page)
     every_tokens_lines(page, maps, heads)
 
     for q in (1, 7):
@@ -170,6 +254,7 @@ def test_hovering_a_key_token_draws_every_query_line_into_it(page: Page, api):
     reference = layer_maps(api, SENTENCE)
     maps, heads = reference["attention"][0], reference["heads"]
     open_head_view(page, SENTENCE)
+    show_every_line(page)
     view = page.locator("#head-view")
     last = len(reference["tokens"]) - 1  # [SEP]: most heads' sink
     token(page, "key", last).hover()
@@ -182,6 +267,7 @@ def test_head_toggles_change_what_is_drawn(page: Page, api):
     reference = layer_maps(api, SENTENCE)
     maps, heads = reference["attention"][0], reference["heads"]
     open_head_view(page, SENTENCE)
+    show_every_line(page)
     view = page.locator("#head-view")
     toggle = view.get_by_role("button", name="Show or hide head 4", exact=True)
     expect(toggle).to_have_attribute("aria-pressed", "true")
@@ -214,6 +300,7 @@ def test_clicking_a_token_focuses_it_everywhere_and_escape_lets_go(page: Page, a
     reference = layer_maps(api, SENTENCE)
     maps, heads = reference["attention"][0], reference["heads"]
     open_head_view(page, SENTENCE)
+    show_every_line(page)
     view = page.locator("#head-view")
     token(page, "query", 5).click()
     expect(token(page, "query", 5)).to_have_attribute("aria-pressed", "true")
@@ -234,6 +321,7 @@ def test_focus_from_the_url_keeps_that_tokens_lines(page: Page, api):
     reference = layer_maps(api, SENTENCE)
     maps, heads = reference["attention"][0], reference["heads"]
     open_head_view(page, SENTENCE, "&focus=8")
+    show_every_line(page)
     view = page.locator("#head-view")
     expect(view).to_have_attribute("data-token", "8")
     assert_same_lines(drawn_lines(page), expected_lines(maps, heads, query=8), maps, heads)
@@ -267,6 +355,7 @@ def test_512_tokens(page: Page, api):
     maps, heads = reference["attention"][0], reference["heads"]
     n = open_head_view(page, text)
     assert n == 512
+    show_every_line(page)
     view = page.locator("#head-view")
     every = expected_lines(maps, heads)
     # Every token's lines: counted in full, drawn up to the per-frame budget, the strongest first.

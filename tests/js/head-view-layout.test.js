@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  ALL, CUTOFF, INSET, LEVELS, MAX_CANVAS, MAX_DRAWN, ROW, SPREAD, canvasSize, countLines, describeState, eachLineOf,
+  ALL, CUTOFF, INSET, LEVELS, LIMITS, LIMIT_DEFAULT, MAX_CANVAS, MAX_DRAWN, ROW, SPREAD, allLines, canvasSize, countLines, describeState, eachLineOf,
   emptyDrawing, headShift, keyMove, layerLines, levelOf, linesOf, planLines, sameSize, sameToken, scrollFor,
   selectionOf, sparseHead,
 } from '../../static/js/views/head-view-layout.js';
@@ -138,8 +138,51 @@ test('countLines counts the selection in the visible heads only', () => {
   }
 });
 
+test('with a limit, every token\'s lines are each query token\'s strongest per head, counted and drawn', () => {
+  const n = 30;
+  const rand = random(17);
+  const heads = [1, 4, 6];
+  const maps = heads.map(() => attentionMap(n, rand));
+  maps[0].fill(0, 0, n); // query 0 of head 1 looks at key 5 and 6 only, equally: a tie, broken in key order
+  maps[0][5] = 0.5;
+  maps[0][6] = 0.5;
+  const layer = layerLines(maps, heads, n);
+  assert.ok(LIMITS.includes(LIMIT_DEFAULT) && LIMITS.includes(Infinity));
+  assert.equal(allLines(Infinity), ALL);
+  for (const visible of [new Set(heads), new Set([4])]) {
+    for (const limit of [1, 3, 1000]) {
+      // brute force: each visible head's row, sorted by weight (ties by key), the first `limit` of weight >= CUTOFF
+      const expected = new Map();
+      maps.forEach((map, h) => {
+        if (!visible.has(heads[h])) return;
+        for (let q = 0; q < n; q += 1) {
+          const row = [];
+          for (let k = 0; k < n; k += 1) if (map[q * n + k] >= CUTOFF) row.push(k);
+          row.sort((a, b) => map[q * n + b] - map[q * n + a] || a - b);
+          for (const k of row.slice(0, limit)) expected.set(`${heads[h]},${q},${k}`, map[q * n + k]);
+        }
+      });
+      const chosen = allLines(limit);
+      assert.equal(countLines(layer, visible, chosen), expected.size);
+      const plan = planLines({ layer, visible, chosen, top: 0, height: n * ROW, width: 100 });
+      sameKeys(drawnLines(layer, plan.drawing), expected);
+      if (limit < 1000) assert.ok(expected.size <= limit * n * visible.size);
+    }
+  }
+  const one = planLines({ layer, visible: new Set([1]), chosen: allLines(1), top: 0, height: n * ROW, width: 100 });
+  const lines = linesOf(layer, one.drawing);
+  const first = [...lines.query].indexOf(0);
+  assert.equal(lines.key[first], 5);
+  assert.equal([...lines.query].filter((q) => q === 0).length, 1);
+  // a hovered token shows all its lines whatever the limit
+  assert.equal(countLines(layer, new Set(heads), { mode: 'query', index: 3 }),
+    bruteLines(maps, heads, n, new Set(heads), { query: 3 }).size);
+});
+
 test('the hovered token wins over the clicked one; sameToken compares side and index', () => {
-  assert.deepEqual(selectionOf(null, null), { mode: 'all', index: null });
+  assert.deepEqual(selectionOf(null, null), { mode: 'all', index: null, limit: Infinity });
+  assert.deepEqual(selectionOf(null, null, 3), { mode: 'all', index: null, limit: 3 });
+  assert.deepEqual(selectionOf(null, { side: 'key', index: 4 }, 3), { mode: 'key', index: 4 }); // a token's lines: all
   assert.deepEqual(selectionOf(null, { side: 'key', index: 4 }), { mode: 'key', index: 4 });
   assert.deepEqual(selectionOf({ side: 'query', index: 2 }, { side: 'key', index: 4 }), { mode: 'query', index: 2 });
   assert.ok(sameToken(null, null));

@@ -31,6 +31,20 @@ export function ticksInRange(n, first, last, pixels, keep = []) {
   return keepTicks(every, keep.filter((k) => k >= lo && k <= hi), step);
 }
 
+/**
+ * The tick values and labels of one axis for the tokens in [first, last] (ticksInRange). When some token
+ * of the input goes unlabelled (thinned out, or out of view when zoomed in), each label starts with its
+ * token's position ("37 animal"), so that a thinned or zoomed axis says where it is; when every token is
+ * labelled the labels are the tokens alone.
+ * @param {string[]} labels every token's label, escaped for Plotly
+ * @returns {{tickvals: number[], ticktext: string[]}}
+ */
+export function axisTicks(labels, first, last, pixels, keep = []) {
+  const tickvals = ticksInRange(labels.length, first, last, pixels, keep);
+  const every = tickvals.length === labels.length;
+  return { tickvals, ticktext: tickvals.map((i) => (every ? labels[i] : `${i} ${labels[i]}`)) };
+}
+
 function kindTitle({ kind, layer, head }) {
   if (kind === 'mean') return t('explorer.kind.titleMean', { layer });
   if (kind === 'rollout') return t('explorer.kind.titleRollout', { layer });
@@ -59,8 +73,7 @@ export function attentionHeatmapFigure({
   const index = labels.map((_, i) => i);
   const hover = labels.map((q) => labels.map((key) => `${q} → ${key}`));
   const keep = [query, focus].filter((i) => i !== null && i < n);
-  const ticks = ticksInRange(n, 0, n - 1, size - AXIS_ROOM, keep);
-  const ticktext = ticks.map((i) => labels[i]);
+  const { tickvals: ticks, ticktext } = axisTicks(labels, 0, n - 1, size - AXIS_ROOM, keep);
   const tickFontSize = n <= 24 ? 12 : n <= 40 ? 11 : 10;
   const top = diff ? (matrixAbsMax(matrix) || 1) : (zmax || matrixMax(matrix) || 1);
 

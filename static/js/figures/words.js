@@ -4,23 +4,44 @@
 // A word is a run of consecutive tokens of one segment whose offsets touch (one ends where the next
 // starts) with a letter, digit or mark on both sides of the seam: "un ##bel ##ie ##va ##bly" or
 // "Ġtoken izers" are one word each, while whitespace, punctuation ("mat" + ".") and the characters of
-// unsegmented scripts (Han, kana, Thai: a tokenizer splits them one a token) start a new word.
+// unsegmented scripts (Han, kana, Thai: a tokenizer splits them one a token) start a new word. An
+// apostrophe between letters and a point or comma between digits count as letters there, as a reader
+// takes them: WordPiece's "didn ' t" and byte-level BPE's "Ġdidn 't" are the word "didn't", "3 . 14" is
+// "3.14"; a quote mark ("'hello'") or a full stop after a number ("in 2020.") stays apart.
 // A token whose offsets overlap the word before it holds more bytes of that word's last character
 // (byte-level BPE splits "我" into three tokens with the same offsets) and joins it whatever the script.
 // Special tokens ([CLS], [SEP], <s>, …) are words of their own.
 
 const WORD_CHAR = /[\p{L}\p{N}\p{M}]/u;
 const UNSEGMENTED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+// Inside a word, as a reader takes it, though not a letter: an apostrophe between letters ("didn't",
+// "o'clock", "l'homme"), a decimal point or thousands separator between digits ("3.14", "1,000").
+const APOSTROPHE = /^['\u2019]$/u;
+const SEPARATOR = /^[.,]$/u;
+const DIGIT = /^\p{Nd}$/u;
 
 const hasOffsets = (token) => !token.special && Number.isInteger(token.start) && Number.isInteger(token.end)
   && token.end > token.start;
 
+/** The character (code point) of `source` that ends at `at`, and the one that starts there. */
+const charBefore = (source, at) => Array.from(source.slice(Math.max(0, at - 2), at)).pop();
+const charAt = (source, at) => (at < source.length ? String.fromCodePoint(source.codePointAt(at)) : undefined);
+
+const letter = (char) => char !== undefined && WORD_CHAR.test(char) && !UNSEGMENTED.test(char);
+
+/** Whether the character `char` at `at` of `source` is part of a word (an inner apostrophe or separator too). */
+function inWord(source, at, char) {
+  if (char === undefined) return false;
+  const [before, after] = [charBefore(source, at), charAt(source, at + char.length)];
+  if (APOSTROPHE.test(char)) return letter(before) && letter(after);
+  if (SEPARATOR.test(char)) return DIGIT.test(before ?? '') && DIGIT.test(after ?? '');
+  return letter(char);
+}
+
 /** Whether the character before `at` and the one at `at` of `source` are inside one word. */
 function joins(source, at) {
-  const before = Array.from(source.slice(Math.max(0, at - 2), at)).pop();
-  const after = String.fromCodePoint(source.codePointAt(at) ?? 32);
-  return before !== undefined && WORD_CHAR.test(before) && WORD_CHAR.test(after)
-    && !UNSEGMENTED.test(before) && !UNSEGMENTED.test(after);
+  const before = charBefore(source, at);
+  return before !== undefined && inWord(source, at - before.length, before) && inWord(source, at, charAt(source, at));
 }
 
 /**

@@ -57,12 +57,16 @@ export function createEditor(els, { onEdit, onDiff }) {
   els.diff.addEventListener('click', () => onDiff(!diffOn));
 
   return {
-    /** Beside the form too, when the server refused the edit itself (an error whose field is under "edit"). */
+    /**
+     * Beside the form too, when the server refused the edit itself (an error whose field is under "edit");
+     * true when it did.
+     */
     refused(error) {
       const item = error && error.body && Array.isArray(error.body.errors) ? error.body.errors[0] : null;
-      if (!item || !Array.isArray(item.loc) || !item.loc.includes('edit')) return;
+      if (!item || !Array.isArray(item.loc) || !item.loc.includes('edit')) return false;
       els.error.textContent = errorMessage(error);
       els.error.hidden = false;
+      return true;
     },
     /** Show a state's edit in the form and the banner; `layers` are the model's layer indices. Without an
      * edit the form's layer is the selected head's (until the learner picks another). */

@@ -14,6 +14,7 @@ export function createHeadViewPanel(els, { onFocus }) {
   let view = null;
   let loading = null;
   let wanted = null; // the last focus asked for, applied once the view exists
+  let head = null; // the selected head: the one head the view shows first
 
   const ready = () => {
     loading ??= optional('./head-view.js').then((module) => {
@@ -33,13 +34,18 @@ export function createHeadViewPanel(els, { onFocus }) {
       els.layerNote.textContent = label;
       const shown = await ready();
       if (!shown) return;
-      shown.render({ tokens, maps, heads, colours: heads.map((head) => headColour(head)) });
+      shown.render({ tokens, maps, heads, colours: heads.map((h) => headColour(h)), selected: head ?? undefined });
       if (wanted !== null) shown.focus(wanted);
       els.root.dataset.layer = String(layer);
     },
     focus(index) {
       wanted = index;
       if (view) view.focus(index);
+    },
+    /** The explorer's selected head: shown alone until the learner picks heads in the view. */
+    select(index) {
+      head = index;
+      if (view && typeof view.select === 'function') view.select(index);
     },
   };
 }

@@ -3,7 +3,7 @@
 // set as text, never parsed.
 import { tokenLabel } from '../figures/axes.js';
 import { t, tNodes } from '../i18n/index.js';
-import { CUTOFF, describeState } from './head-view-layout.js';
+import { CUTOFF, LIMITS, describeState } from './head-view-layout.js';
 
 function element(tag, className, attributes = {}) {
   const node = document.createElement(tag);
@@ -20,6 +20,9 @@ export function buildHeadView(container) {
     allButton: element('button', 'head-view-all', { type: 'button' }),
     noneButton: element('button', 'head-view-none', { type: 'button' }),
     toggles: element('div', 'head-view-toggles'),
+    lines: element('label', 'head-view-lines'),
+    limitWords: element('span'),
+    limit: element('select', 'head-view-limit'),
     legend: element('p', 'head-view-legend hint'),
     status: element('p', 'head-view-status'),
     scroller: element('div', 'head-view-scroll'),
@@ -32,20 +35,29 @@ export function buildHeadView(container) {
     overlay: element('canvas', 'head-view-overlay', { 'aria-hidden': 'true' }),
   };
   els.toolbar.append(els.allButton, els.noneButton, els.toggles);
+  els.limit.append(...LIMITS.map((limit) => element('option', '', { value: limit === Infinity ? 'all' : String(limit) })));
+  els.lines.append(els.limitWords, els.limit);
   els.stage.append(els.base, els.overlay);
   els.lanes.append(els.stage);
   els.body.append(els.queries, els.lanes, els.keys);
   els.scroller.append(els.body);
-  container.replaceChildren(els.toolbar, els.legend, els.status, els.scroller);
+  container.replaceChildren(els.toolbar, els.lines, els.legend, els.status, els.scroller);
   return els;
 }
 
-/** The view's own words, in the page's language. */
-export function writeWords(els) {
+/** The view's own words, in the page's language; `limit` the lines per token chosen. */
+export function writeWords(els, limit) {
   els.toolbar.setAttribute('aria-label', t('headView.heads'));
   els.allButton.textContent = t('headView.all');
   els.noneButton.textContent = t('headView.none');
   els.legend.textContent = t('headView.legend', { cutoff: String(CUTOFF) });
+  els.limitWords.textContent = t('headView.limit');
+  for (const option of els.limit.options) {
+    const value = option.value === 'all' ? Infinity : Number(option.value);
+    option.textContent = value === Infinity ? t('headView.limitAll', { cutoff: String(CUTOFF) })
+      : t(value === 1 ? 'headView.limitOne' : 'headView.limitSome', { limit: value });
+  }
+  els.limit.value = limit === Infinity ? 'all' : String(limit);
   els.queries.setAttribute('aria-label', t('headView.queries'));
   els.keys.setAttribute('aria-label', t('headView.keys'));
 }
@@ -83,7 +95,9 @@ export function headToggle(head, colour, pressed) {
 export function writeStatus(container, els, { chosen, visible, count, drawing, tokens }) {
   const { cut, ...data } = describeState(chosen, visible, count, drawing);
   Object.assign(container.dataset, data);
-  const what = chosen.mode === 'all' ? [t('headView.showingAll', { lines: count, heads: visible.size })]
+  const every = chosen.limit === undefined || chosen.limit === Infinity;
+  const allKey = every ? 'headView.showingAll' : chosen.limit === 1 ? 'headView.showingTopOne' : 'headView.showingTop';
+  const what = chosen.mode === 'all' ? [t(allKey, { lines: count, heads: visible.size, limit: chosen.limit })]
     : tNodes(chosen.mode === 'query' ? 'headView.showingQuery' : 'headView.showingKey', {
       lines: count, heads: visible.size, index: chosen.index, token: tokenLabel(tokens[chosen.index]),
     }, ['token']);

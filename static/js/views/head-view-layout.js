@@ -5,6 +5,8 @@
 //
 // * layerLines() keeps, per head, only the weights of at least CUTOFF (said in the legend), by query row and
 //   by key column (CSR indices), so a token's lines are found without scanning the N x N maps;
+// * the view of every token's lines may keep only each query token's `limit` strongest lines per head (its
+//   lines ranked by weight in sparseHead): the view opens with LIMIT_DEFAULT, so that it is legible;
 // * planLines() keeps only the lines that cross the rows in view, grouped by head and by opacity (one stroke
 //   per group), and at most MAX_DRAWN of them: when more cross the view (every token's lines at 512 tokens),
 //   the strongest, and the plan says from which weight.
@@ -25,12 +27,23 @@ export const MAX_CANVAS = 16384; // device px: a canvas side Chromium draws with
 export const INSET = 3; // px between a line's end and its token column
 export const SPREAD = 0.6; // share of a row over which the heads' line ends are spread
 
+// Lines per query token and head in the view of every token's lines: the choices offered, and the one the
+// view opens with (Infinity: every line of weight >= CUTOFF).
+export const LIMITS = [1, 3, Infinity];
+export const LIMIT_DEFAULT = 3;
+
 const STEP = { ArrowUp: -1, ArrowDown: 1, PageUp: -10, PageDown: 10 }; // ui-text: not UI (key names)
 
 /** Every token's lines: the selection when no token is hovered or clicked. */
-export const ALL = Object.freeze({ mode: 'all', index: null });
+export const ALL = Object.freeze({ mode: 'all', index: null, limit: Infinity });
 
-/** One head's weights of at least CUTOFF, in query-row order, with row and column indices. */
+/** Every token's lines, at most `limit` of each query token per head (its strongest). */
+export const allLines = (limit) => (limit === Infinity ? ALL : Object.freeze({ mode: 'all', index: null, limit }));
+
+/**
+ * One head's weights of at least CUTOFF, in query-row order, with row and column indices, and each one's
+ * rank in its row (0: the row's strongest; equal weights in key order).
+ */
 export function sparseHead(map, n) {
   let count = 0;
   for (let i = 0; i < n * n; i += 1) if (map[i] >= CUTOFF) count += 1;
@@ -55,6 +68,13 @@ export function sparseHead(map, n) {
     }
   }
   rowStart[n] = e;
+  const rank = new Uint16Array(count);
+  for (let q = 0; q < n; q += 1) {
+    const row = [];
+    for (let i = rowStart[q]; i < rowStart[q + 1]; i += 1) row.push(i);
+    row.sort((a, b) => weight[b] - weight[a] || a - b);
+    row.forEach((i, r) => { rank[i] = r; });
+  }
   const keyStart = new Uint32Array(n + 1);
   for (let k = 0; k < n; k += 1) keyStart[k + 1] = keyStart[k] + keyCount[k + 1];
   const byKey = new Uint32Array(count); // entry indices, by key column
@@ -63,7 +83,7 @@ export function sparseHead(map, n) {
     byKey[fill[key[i]]] = i;
     fill[key[i]] += 1;
   }
-  return { query, key, weight, rowStart, keyStart, byKey, count };
+  return { query, key, weight, rank, rowStart, keyStart, byKey, count };
 }
 
 /**
@@ -77,17 +97,20 @@ export function layerLines(maps, heads, n) {
 /** The same token (or both none): {side: 'query'|'key', index} or null. */
 export const sameToken = (a, b) => a?.side === b?.side && a?.index === b?.index;
 
-/** The lines shown, {mode, index}: a hovered token's, else the clicked one's, else every token's. */
-export function selectionOf(hovered, focused) {
+/**
+ * The lines shown, {mode, index, limit?}: a hovered token's (all of them), else the clicked one's, else every
+ * token's, `limit` (default: every line) of each query token per head.
+ */
+export function selectionOf(hovered, focused, limit = Infinity) {
   if (hovered) return { mode: hovered.side, index: hovered.index };
   if (focused) return { mode: focused.side, index: focused.index };
-  return ALL;
+  return allLines(limit);
 }
 
 /** Calls visit(entry index) for each line of one head's sparse lines `s` in the selection, in entry order. */
-export function eachLineOf(s, { mode, index }, visit) {
+export function eachLineOf(s, { mode, index, limit = Infinity }, visit) {
   if (mode === 'all') {
-    for (let e = 0; e < s.count; e += 1) visit(e);
+    for (let e = 0; e < s.count; e += 1) if (s.rank[e] < limit) visit(e);
   } else if (mode === 'query') {
     for (let e = s.rowStart[index]; e < s.rowStart[index + 1]; e += 1) visit(e);
   } else {
@@ -95,14 +118,16 @@ export function eachLineOf(s, { mode, index }, visit) {
   }
 }
 
-/** How many lines of weight >= CUTOFF the selection has in the visible heads, in view or not. */
+/** How many lines of weight >= CUTOFF the selection (and its limit) has in the visible heads, in view or not. */
 export function countLines(layer, visible, chosen) {
   let count = 0;
   for (let h = 0; h < layer.heads.length; h += 1) {
     if (!visible.has(layer.heads[h])) continue;
     const s = layer.sparse[h];
-    if (chosen.mode === 'all') count += s.count;
-    else if (chosen.mode === 'query') count += s.rowStart[chosen.index + 1] - s.rowStart[chosen.index];
+    if (chosen.mode === 'all' && (chosen.limit ?? Infinity) === Infinity) count += s.count;
+    else if (chosen.mode === 'all') {
+      for (let q = 0; q < layer.n; q += 1) count += Math.min(chosen.limit, s.rowStart[q + 1] - s.rowStart[q]);
+    } else if (chosen.mode === 'query') count += s.rowStart[chosen.index + 1] - s.rowStart[chosen.index];
     else count += s.keyStart[chosen.index + 1] - s.keyStart[chosen.index];
   }
   return count;

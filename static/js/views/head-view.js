@@ -3,6 +3,12 @@
 // head's. Hovering (or keyboard-focusing) a token keeps only its lines: a query's to every key, or every
 // query's to a key; clicking it (Enter) keeps them until it is clicked again.
 //
+// So that it opens legibly, the view first shows one head (the explorer's selected head, `select()`; it
+// follows that head until the learner picks heads with the toggles) and, of every token's lines, each query
+// token's LIMIT_DEFAULT strongest per head: at most LIMIT_DEFAULT x N lines. The "lines per token" menu
+// shows the strongest one, three or every line of weight >= CUTOFF; a hovered or clicked token shows all of
+// its own lines.
+//
 // Drawn on canvas so that 512 tokens x 12 heads stays fluid:
 // * what to draw is worked out in views/head-view-layout.js (pure: sparse lines by row and column, the
 //   lines crossing the rows in view grouped by head and opacity, the per-frame budget) and stroked by
@@ -14,6 +20,7 @@
 // answers the events.
 //
 // For tests and tools the container carries what is shown: data-mode ("all", "query" or "key"),
+// data-limit (the lines per query token and head of every token's lines: "1", "3" or "all"),
 // data-token (the token's index, or ""), data-heads (the visible heads, comma-separated), data-lines (how
 // many lines of weight >= CUTOFF the state has, in view or not), data-drawn (how many the canvas on show
 // stroked: those crossing the rows in view) and data-from (the lowest weight stroked: CUTOFF, or higher when
@@ -22,7 +29,7 @@
 import { headColour } from '../figures/colormap.js';
 import { buildHeadView, headToggle, tokenButton, writeStatus, writeWords } from './head-view-dom.js';
 import {
-  ALL, ROW, canvasSize, countLines, emptyDrawing, keyMove, layerLines, linesOf, planLines, sameSize, sameToken,
+  LIMIT_DEFAULT, ROW, allLines, canvasSize, countLines, emptyDrawing, keyMove, layerLines, linesOf, planLines, sameSize, sameToken,
   scrollFor, selectionOf,
 } from './head-view-layout.js';
 import { clearLines, paintLines, sizeCanvas } from './head-view-paint.js';
@@ -33,7 +40,8 @@ export { CUTOFF } from './head-view-layout.js';
  * @param {HTMLElement} container an empty element; the view fills it
  * @param {{onFocus?: (index: number|null) => void, onHeads?: (visible: number[]) => void}} [options]
  *   onFocus: a token was clicked (its index) or unclicked (null); onHeads: the head toggles changed
- * @returns {{render: Function, focus: (index: number|null) => void, setHeads: (visible: number[]) => void}}
+ * @returns {{render: Function, focus: (index: number|null) => void, setHeads: (visible: number[]) => void,
+ *   select: (head: number) => void}}
  */
 export function createHeadView(container, { onFocus, onHeads } = {}) {
   const els = buildHeadView(container);
@@ -42,6 +50,9 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
   // the layer on show: tokens, head numbers (heads[i] drawn from maps[i]), colours[i], sparse lines per head
   let layer = { ...layerLines([], [], 0), tokens: [], colours: [] };
   let visible = new Set(); // head numbers
+  let selected = null; // the explorer's selected head: the one head shown until the learner picks heads
+  let picked = false; // the learner picked the heads shown (toggles, All, None)
+  let limit = LIMIT_DEFAULT; // lines per query token and head of every token's lines
   let hovered = null; // {side: 'query'|'key', index}
   let focused = null; // the clicked token: {side, index}
   let stale = true; // the canvas of every token's lines must be drawn again (scroll, size, heads, data)
@@ -50,7 +61,8 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
   const drawings = { base: emptyDrawing(), overlay: emptyDrawing() }; // what each canvas shows
   let marked = null; // the token button marked as the one whose lines are shown
 
-  writeWords(els);
+  writeWords(els, limit);
+  container.dataset.limit = els.limit.value;
   container.headViewLines = () => linesOf(layer, selectionOf(hovered, focused).mode === 'all' ? drawings.base : drawings.overlay);
 
   // ---- drawing ----
@@ -84,9 +96,9 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
   function paint() {
     if (frame) cancelAnimationFrame(frame);
     frame = 0;
-    const chosen = selectionOf(hovered, focused);
+    const chosen = selectionOf(hovered, focused, limit);
     if (stale && (chosen.mode === 'all' || !layer.n)) {
-      drawings.base = draw(base, ALL);
+      drawings.base = draw(base, allLines(limit));
       stale = false;
     }
     if (chosen.mode === 'all') {
@@ -196,6 +208,7 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
   // ---- heads ----
 
   function applyHeads(next, notify) {
+    if (notify) picked = true;
     visible = new Set(layer.heads.filter((head) => next.has(head)));
     stale = true;
     for (const button of toggles.children) button.setAttribute('aria-pressed', String(visible.has(Number(button.dataset.head))));
@@ -214,6 +227,16 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
   els.allButton.addEventListener('click', () => applyHeads(new Set(layer.heads), true));
   els.noneButton.addEventListener('click', () => applyHeads(new Set(), true));
 
+  els.limit.addEventListener('change', () => {
+    limit = els.limit.value === 'all' ? Infinity : Number(els.limit.value);
+    container.dataset.limit = els.limit.value;
+    stale = true;
+    paint();
+  });
+
+  /** The heads a layer opens with: the selected head, or every head when the layer lacks it. */
+  const openingHeads = () => new Set(layer.heads.includes(selected) ? [selected] : layer.heads);
+
   // ---- scrolling and size ----
 
   scroller.addEventListener('scroll', () => {
@@ -229,21 +252,24 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
 
   /**
    * Draw one layer.
-   * @param {{tokens: object[], maps: Float32Array[], heads: number[], colours?: string[]}} input maps[i] is
-   *   head heads[i]'s row-major N x N map (query, key); colours[i] its CSS colour (default: figures/colormap.js)
+   * @param {{tokens: object[], maps: Float32Array[], heads: number[], colours?: string[], selected?: number}} input
+   *   maps[i] is head heads[i]'s row-major N x N map (query, key); colours[i] its CSS colour (default:
+   *   figures/colormap.js); selected: the head shown first (default: every head)
    */
-  function render({ tokens, maps, heads, colours }) {
+  function render({ tokens, maps, heads, colours, selected: head }) {
+    if (head !== undefined) selected = head;
     const sameHeads = heads.length === layer.heads.length && heads.every((head, i) => head === layer.heads[i]);
     layer = {
       ...layerLines(maps, heads, tokens.length),
       tokens,
       colours: heads.map((head, i) => colours?.[i] ?? headColour(head)),
     };
-    if (!sameHeads) visible = new Set(layer.heads);
+    if (!sameHeads) picked = false;
+    if (!sameHeads || (!picked && head !== undefined)) visible = openingHeads();
     hovered = null;
     if (focused && focused.index >= layer.n) focused = null;
     stale = true;
-    writeWords(els);
+    writeWords(els, limit);
     body.style.setProperty('--rows', String(layer.n));
     body.style.setProperty('--row', `${ROW}px`);
     queries.replaceChildren(...tokens.map((token, i) => tokenButton(token, i, 'query')));
@@ -271,5 +297,11 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
     applyHeads(new Set(visibleHeads), false);
   }
 
-  return { render, focus, setHeads };
+  /** The explorer selected another head: the view shows it alone, unless the learner picked heads. */
+  function select(head) {
+    selected = head;
+    if (!picked && layer.heads.includes(head)) applyHeads(new Set([head]), false);
+  }
+
+  return { render, focus, setHeads, select };
 }

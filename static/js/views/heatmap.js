@@ -2,13 +2,14 @@
 // A click on a cell chooses its row's token as the query: the element then dispatches a
 // `plotly-query` event whose detail is {query}. A click on a tick label focuses that token:
 // a `plotly-focus` event whose detail is {index}. Zooming in labels every token in view
-// (as many as fit), zooming out thins the labels again.
-import { ticksInRange } from '../figures/heatmap.js';
+// (as many as fit), zooming out thins the labels again; while some token goes unlabelled, each label
+// says its token's position ("37 animal": figures/heatmap.js axisTicks).
+import { axisTicks } from '../figures/heatmap.js';
 import { downloadName, plotConfig } from './plot.js';
 
 const FIRST_WORDS = 5;
 
-/** Relabel both axes for the ranges now in view: every token that fits gets its label. */
+/** Relabel both axes for the ranges now in view: every token that fits gets its label (and position). */
 function relabel(gd) {
   const full = gd._fullLayout;
   const labels = gd.__labels || [];
@@ -18,11 +19,11 @@ function relabel(gd) {
   for (const name of ['xaxis', 'yaxis']) {
     const axis = full[name];
     const [a, b] = axis.range;
-    const ticks = ticksInRange(labels.length, Math.min(a, b), Math.max(a, b), axis._length, keep);
-    const old = gd.layout[name].tickvals || [];
-    if (old.length === ticks.length && old.every((v, i) => v === ticks[i])) continue;
-    update[`${name}.tickvals`] = ticks;
-    update[`${name}.ticktext`] = ticks.map((i) => labels[i]);
+    const { tickvals, ticktext } = axisTicks(labels, Math.min(a, b), Math.max(a, b), axis._length, keep);
+    const old = gd.layout[name].ticktext || [];
+    if (old.length === ticktext.length && old.every((v, i) => v === ticktext[i])) continue;
+    update[`${name}.tickvals`] = tickvals;
+    update[`${name}.ticktext`] = ticktext;
   }
   if (Object.keys(update).length) window.Plotly.relayout(gd, update);
 }
