@@ -33,8 +33,10 @@ class Settings(BaseSettings):
     )
     model_paths: Annotated[list[Path], NoDecode] = Field(
         default_factory=list,
-        description=f"local Hugging Face checkpoint directories to serve besides the packaged model, separated by "
-        f"{os.pathsep!r} (attnscope serve --model PATH, repeatable); each is listed under its directory's name",
+        description=f"local Hugging Face checkpoint directories, or repo ids (ORG/NAME) found in the local Hugging "
+        f"Face cache (HF_HUB_CACHE, HF_HOME; never downloaded), to serve besides the packaged model, separated by "
+        f"{os.pathsep!r} (attnscope serve --model PATH, repeatable); each is listed under its directory's name, or "
+        "a repo id's NAME; a directory wins over a repo id of the same name",
     )
     show_model_paths: bool = Field(False, description="put each model's checkpoint directory in /api/v1/models")
     device: Literal["cpu", "cuda"] = Field("cpu", description="where the models run; cuda needs a CUDA build of torch")

@@ -1,7 +1,8 @@
 """attnscope's Python API: the attention maps and the attention steps of a model, as numpy arrays.
 
     >>> import attnscope
-    >>> model = attnscope.load("minilm")              # or a checkpoint directory: attnscope.load("~/models/gpt2")
+    >>> model = attnscope.load("minilm")              # or a checkpoint directory: attnscope.load("~/models/gpt2"),
+    ...                                               # or a cached repo id: attnscope.load("openai-community/gpt2")
     >>> model.info.layers, model.info.heads, model.info.max_tokens
     (6, 12, 512)
     >>> a = model.attention("The cat sat on the mat.")
@@ -14,9 +15,11 @@
     ((9, 9), (9, 32))
 
 `load(name_or_path="minilm", device="cpu") -> Model`
-    A known model id ("minilm", packaged) or a local Hugging Face checkpoint directory (BERT, RoBERTa,
-    DistilBERT, ELECTRA, GPT-2); nothing is downloaded. `device` is "cpu" or "cuda" (only when
-    torch.cuda.is_available()). Raises UnknownModel (LookupError), CheckpointError, ValueError.
+    A known model id ("minilm", packaged), a local Hugging Face checkpoint directory (BERT, RoBERTa,
+    DistilBERT, ELECTRA, GPT-2) or a repo id ("ORG/NAME", "ORG/NAME@REVISION") already in the local Hugging
+    Face cache (HF_HUB_CACHE, HF_HOME; a directory of that name wins); nothing is downloaded. `device` is
+    "cpu" or "cuda" (only when torch.cuda.is_available()). Raises UnknownModel (LookupError),
+    CheckpointError, ValueError.
 
 `Model.info -> ModelInfo`
     id, name, architecture, layers, heads, max_tokens, causal, pairs.

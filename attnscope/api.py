@@ -207,9 +207,12 @@ class Model:
 
 
 def load(name_or_path: str | Path = "minilm", device: str = "cpu") -> Model:
-    """A model by id ("minilm", packaged with attnscope) or from a local Hugging Face checkpoint directory
+    """A model by id ("minilm", packaged with attnscope), from a local Hugging Face checkpoint directory
     (BERT, RoBERTa, DistilBERT, ELECTRA or GPT-2: config.json, model.safetensors or pytorch_model.bin,
-    tokenizer.json or the vocabulary files), on `device` ("cpu" or "cuda"). Nothing is downloaded.
+    tokenizer.json or the vocabulary files) or by Hugging Face repo id ("ORG/NAME", "ORG/NAME@REVISION")
+    from the local cache (HF_HUB_CACHE, HF_HOME; a directory of that name wins), on `device` ("cpu" or
+    "cuda"). Nothing is downloaded: a repo id not in the cache raises CheckpointError naming the cache
+    and the `hf download` command.
 
     Raises UnknownModel (a LookupError naming the known ids) for a name that is neither, CheckpointError
     (naming the file and the problem) for a directory it cannot load, DeviceError (a ValueError) for a

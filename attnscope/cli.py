@@ -13,7 +13,7 @@ import uvicorn
 
 from app.settings import Settings
 from attnscope import commands
-from model.checkpoints import check_device, load
+from model.checkpoints import check_device, hfcache, load
 from model.errors import CheckpointError, DeviceError
 
 
@@ -28,8 +28,9 @@ def add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser], settings
     serve = sub.add_parser("serve", help="serve the explorer and the REST API")
     serve.add_argument("--host", default=settings.host, help=f"address to bind (default {settings.host})")
     serve.add_argument("--port", type=int, default=settings.port, help=f"port (default {settings.port})")
-    serve.add_argument("--model", action="append", default=[], metavar="PATH", type=Path,
-                       help="a local Hugging Face checkpoint directory to serve too (repeatable; "
+    serve.add_argument("--model", action="append", default=[], metavar="PATH|ORG/NAME",
+                       help="a local Hugging Face checkpoint directory, or a repo id in the local Hugging Face "
+                            "cache (HF_HUB_CACHE, HF_HOME; never downloaded), to serve too (repeatable; "
                             "BERT, RoBERTa, DistilBERT, ELECTRA, GPT-2)")
     serve.add_argument("--device", choices=("cpu", "cuda"), default=settings.device,
                        help=f"where the models run (default {settings.device}); cuda needs a CUDA build of torch")
@@ -38,12 +39,25 @@ def add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser], settings
                             "see docs/deploy.md")
 
 
+def model_path(value: str) -> Path:
+    """--model's value as ATTNSCOPE_MODEL_PATHS holds it: a path made absolute (the workers may start
+    elsewhere), a repo id (ORG/NAME, not an existing path) as it is."""
+    return Path(value) if hfcache.is_repo_id(value) else Path(value).expanduser().resolve()
+
+
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.workers < 1:
         print("attnscope: --workers must be 1 or more", file=sys.stderr)
         return 2
     # The server's settings are read from the environment, in every worker process.
-    paths = [*settings.model_paths, *(p.expanduser().resolve() for p in args.model)]
+    paths = [*settings.model_paths, *(model_path(value) for value in args.model)]
+    try:  # a repo id missing from the cache is refused here, before anything starts
+        for path in paths:
+            if hfcache.is_repo_id(path):
+                hfcache.snapshot(str(path))
+    except CheckpointError as exc:
+        print(f"attnscope cannot start: {exc}", file=sys.stderr)
+        return 1
     if paths:
         os.environ["ATTNSCOPE_MODEL_PATHS"] = os.pathsep.join(str(p) for p in paths)
     os.environ["ATTNSCOPE_DEVICE"] = args.device

@@ -16,7 +16,7 @@ from typing import BinaryIO, TextIO
 
 import orjson
 
-from model.checkpoints import check_device
+from model.checkpoints import check_device, hfcache
 from model.checkpoints.registry import MODELS, local_id
 from model.checkpoints.tokenizer import Encoded, TooManyTokens
 from model.errors import CheckpointError, DeviceError, IndexOutOfRange, InputError, UnknownModel
@@ -59,8 +59,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     models = sub.add_parser("models", help="list the models attnscope can run",
                             description="The known models (and any checkpoint directory given with --model): id, "
                                         "architecture, layers x heads, max tokens, causal, pairs.")
-    models.add_argument("--model", action="append", default=[], metavar="PATH",
-                        help="also describe this checkpoint directory (repeatable)")
+    models.add_argument("--model", action="append", default=[], metavar="PATH|ORG/NAME",
+                        help="also describe this checkpoint directory or Hugging Face repo id in the local cache "
+                             "(repeatable)")
     models.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     att = sub.add_parser(
@@ -71,8 +72,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     att.add_argument("--pair", help="a second text, for models that take pairs (BERT's [SEP]-joined inputs)")
     att.add_argument("--file", type=Path, metavar="FILE",
                      help="one sentence a line (UTF-8; blank lines are skipped), '-' for stdin")
-    att.add_argument("--model", default="minilm", metavar="ID|PATH",
-                     help="a known model id (attnscope models) or a checkpoint directory (default minilm)")
+    att.add_argument("--model", default="minilm", metavar="ID|PATH|ORG/NAME",
+                     help="a known model id (attnscope models), a checkpoint directory or a Hugging Face repo id "
+                          "in the local cache (HF_HUB_CACHE, HF_HOME; never downloaded) (default minilm)")
     att.add_argument("--layers", type=_indices, metavar="0,2", help="the layers to keep (default all)")
     att.add_argument("--heads", type=_indices, metavar="1,3", help="the heads to keep (default all)")
     att.add_argument("--out", type=Path, required=True, metavar="FILE.npz|FILE.json", help="where to write the maps")
@@ -109,14 +111,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
-def served_paths() -> dict[str, Path]:
-    """The checkpoint directories of ATTNSCOPE_MODEL_PATHS under the ids `attnscope serve` gives them, so
-    `--model tiny-gpt2` names the same model here as in the server's list."""
-    paths: dict[str, Path] = {}
+def served_paths() -> dict[str, str]:
+    """The checkpoint directories and cached repo ids of ATTNSCOPE_MODEL_PATHS under the ids `attnscope serve`
+    gives them, so `--model tiny-gpt2` names the same model here as in the server's list."""
+    paths: dict[str, str] = {}
     for part in os.environ.get("ATTNSCOPE_MODEL_PATHS", "").split(os.pathsep):
-        if part.strip():
+        if hfcache.is_repo_id(part):
+            paths[local_id(Path(hfcache.repo_name(part)), [*MODELS, *paths])] = part
+        elif part.strip():
             path = Path(part).expanduser().resolve()
-            paths[local_id(path, [*MODELS, *paths])] = path
+            paths[local_id(path, [*MODELS, *paths])] = str(path)
     return paths
 
 
@@ -125,22 +129,23 @@ def open_model(name_or_path: str, device: str = "cpu") -> Model:
     what to give instead."""
     served = served_paths()
     if name_or_path in served:
-        name_or_path = str(served[name_or_path])
+        name_or_path = served[name_or_path]
     try:
         check_device(device)
     except DeviceError:
         raise Refused(f"--device {device}: torch.cuda.is_available() is False here (a CPU-only torch, or no GPU); "
                       "use --device cpu") from None
     looks_like_path = any(c in name_or_path for c in "/\\~") or name_or_path.startswith(".")
-    if looks_like_path and not Path(name_or_path).expanduser().exists():
-        raise Refused(f"--model {name_or_path}: no such directory; give a checkpoint directory or one of the known "
-                      f"models: {', '.join([*MODELS, *served])}")
+    if looks_like_path and not Path(name_or_path).expanduser().exists() and not hfcache.is_repo_id(name_or_path):
+        raise Refused(f"--model {name_or_path}: no such directory; give a checkpoint directory, a Hugging Face repo "
+                      f"id (ORG/NAME) in the local cache or one of the known models: {', '.join([*MODELS, *served])}")
     try:
         return load(name_or_path, device)
     except UnknownModel as exc:
         raise Refused(f"--model: {exc.message}") from None
-    except CheckpointError as exc:
-        raise Refused(f"--model {name_or_path}: {exc}") from None
+    except CheckpointError as exc:  # a repo id's message starts with it
+        named = str(exc).startswith(f"{name_or_path}: ")
+        raise Refused(f"--model {exc}" if named else f"--model {name_or_path}: {exc}") from None
 
 
 def _yes(flag: bool) -> str:
@@ -148,7 +153,7 @@ def _yes(flag: bool) -> str:
 
 
 def models(args: argparse.Namespace, out: TextIO) -> int:
-    names = [*MODELS, *(str(p) for p in served_paths().values()), *args.model]
+    names = [*MODELS, *served_paths().values(), *args.model]
     infos: list[ModelInfo] = [open_model(name).info for name in names]
     if args.json:
         out.write(orjson.dumps([i.as_dict() for i in infos], option=orjson.OPT_INDENT_2).decode() + "\n")

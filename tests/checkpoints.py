@@ -94,3 +94,25 @@ def make_checkpoint(kind: str, directory: Path) -> Path:
     return directory
 
 
+
+
+def hub_cache(cache: Path, repo: str, source: Path, commit: str, refs: tuple[str, ...] = ("main",)) -> Path:
+    """Puts the checkpoint directory `source` into the Hugging Face cache `cache` as the hub lays a downloaded
+    repo out: models--ORG--NAME/blobs/<sha256 of the file>, snapshots/<commit>/<file> a relative symlink to
+    its blob, refs/<ref> holding the commit. Returns the snapshot directory."""
+    import hashlib
+    import os
+
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = folder / "snapshots" / commit
+    (folder / "blobs").mkdir(parents=True, exist_ok=True)
+    snapshot.mkdir(parents=True)
+    for file in sorted(source.iterdir()):
+        data = file.read_bytes()
+        blob = folder / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snapshot / file.name).symlink_to(os.path.relpath(blob, snapshot))
+    for ref in refs:
+        (folder / "refs" / ref).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "refs" / ref).write_text(commit)  # the hub writes the hash without a newline
+    return snapshot

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoints import bert, gpt2
+from model.checkpoints import bert, gpt2, hfcache
 from model.checkpoints.files import SUPPORTED, Parts, checkpoint_error, read_config
 from model.checkpoints.loaded import LoadedModel, ModelSpec
 from model.checkpoints.registry import MODELS, local_id
@@ -52,27 +52,39 @@ def read_checkpoint(directory: Path | str) -> Parts:
     raise checkpoint_error(directory / "config.json", f"model_type {kind!r} is not supported")
 
 
+def _local(path: Path, label: str, name: str, taken: Iterable[str]) -> tuple[ModelSpec, Parts]:
+    """A checkpoint directory's spec and parts; its id is `name` made unique (local_id), its name `label`."""
+    parts = read_checkpoint(path)
+    cfg = parts.net.cfg
+    spec = ModelSpec(id=local_id(Path(name), [*MODELS, *taken]),
+                     name=f"{label} ({parts.architecture}, {cfg.n_layers} layers x {cfg.n_heads} heads)",
+                     architecture=parts.architecture, pairs=parts.pairs, causal=parts.causal,
+                     locate=lambda: path, local=True)
+    return spec, parts
+
+
 def load(name_or_path: str | Path, device: str = "cpu", *, taken: Iterable[str] = (),
          directory: Path | None = None) -> LoadedModel:
-    """A known model id ("minilm") or a local checkpoint directory, loaded in eval mode on `device`.
+    """A known model id ("minilm"), a local checkpoint directory or a Hugging Face repo id ("ORG/NAME",
+    "ORG/NAME@REVISION") found in the local cache (model/checkpoints/hfcache.py; never downloaded), loaded
+    in eval mode on `device`. A directory wins over a repo id of the same name.
 
     `taken`: ids already in use, which a directory's id avoids (local_id); `directory`: where a known id's
     files are when not where its spec locates them. Raises DeviceError first (check_device), then
     UnknownModel (naming the known ids) for a name that is neither, CheckpointError for a directory
-    that does not hold a supported checkpoint."""
+    that does not hold a supported checkpoint and for a repo id that is not in the cache (naming the cache
+    directory and the command that downloads it); a repo id's model id is its NAME made unique."""
     check_device(device)
     key = str(name_or_path)
     if key in MODELS:
         spec = MODELS[key]
         parts = read_checkpoint(directory or spec.locate())
-    elif Path(key).expanduser().is_dir():
+    elif Path(key).expanduser().is_dir():  # a directory wins over a repo id of the same name
         path = Path(key).expanduser().resolve()
-        parts = read_checkpoint(path)
-        cfg = parts.net.cfg
-        spec = ModelSpec(id=local_id(path, [*MODELS, *taken]),
-                         name=f"{path.name} ({parts.architecture}, {cfg.n_layers} layers x {cfg.n_heads} heads)",
-                         architecture=parts.architecture, pairs=parts.pairs, causal=parts.causal,
-                         locate=lambda: path, local=True)
+        spec, parts = _local(path, path.name, path.name, taken)
+    elif hfcache.is_repo_id(key):
+        spec, parts = _local(hfcache.snapshot(key), key, hfcache.repo_name(key), taken)
     else:
-        raise UnknownModel(key, list(MODELS), hint="or the path of a checkpoint directory")
+        raise UnknownModel(key, list(MODELS), hint="or the path of a checkpoint directory, or a Hugging Face repo id "
+                                                   "(ORG/NAME) in the local cache")
     return LoadedModel(parts.net.eval(), parts.tokenizer, spec, parts.uses_segments).to(device)

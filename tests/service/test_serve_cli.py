@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ import pytest
 
 from bench.common import ROOT, free_port
 
-from ..checkpoints import make_checkpoint
+from ..checkpoints import hub_cache, make_checkpoint
 
 pytest.importorskip("transformers")
 
@@ -56,6 +57,33 @@ def test_serve_with_two_checkpoints_lists_them(dirs):
         stop(proc)
     assert [(m["id"], m["architecture"], m["causal"]) for m in models] == [
         ("minilm", "bert", False), ("my-bert", "bert", False), ("my-gpt2", "gpt2", True)]
+
+
+def hf_env(cache) -> dict[str, str]:
+    """This environment with the Hugging Face cache at `cache` (HF_HUB_CACHE) and HF_HUB_OFFLINE unset."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    return {**env, "HF_HUB_CACHE": str(cache)}
+
+
+def test_serve_a_repo_id_from_the_hugging_face_cache(dirs, tmp_path):
+    cache = tmp_path / "hub"
+    hub_cache(cache, "acme/My-GPT2", dirs["gpt2"], "4" * 40)
+    proc, port = serve("--model", "acme/My-GPT2", "--model", str(dirs["gpt2"]), env=hf_env(cache))
+    try:
+        models = models_once_up(proc, port)
+    finally:
+        stop(proc)
+    assert [(m["id"], m["architecture"], m["name"].split(" ")[0]) for m in models] == [
+        ("minilm", "bert", "all-MiniLM-L6-v2"), ("my-gpt2", "gpt2", "acme/My-GPT2"), ("my-gpt2-2", "gpt2", "my-gpt2")]
+
+
+def test_a_repo_id_missing_from_the_cache_stops_the_server_before_it_starts(tmp_path):
+    proc, _ = serve("--model", "acme/absent", env=hf_env(tmp_path / "hub"))
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    assert out.strip() == (f"attnscope cannot start: acme/absent: no such directory, and not in the Hugging Face cache "
+                           f"at {tmp_path / 'hub'} (HF_HUB_CACHE, HF_HOME); attnscope never downloads: run "
+                           "`hf download acme/absent` to download it")
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
