@@ -90,7 +90,8 @@ def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins
     expect(page.locator("#heatmap .gtitle")).to_have_text("第 4 层 · 第 7 头")
 
 
-@pytest.mark.parametrize("name", ["explorer", "steps", "toy", "positions", "iris", "cost", "docs"])
+@pytest.mark.parametrize("name", ["explorer (intro)", "explorer", "compare (intro)", "compare", "steps", "toy", "positions",
+                                  "iris", "cost", "docs"])
 def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
     page.set_viewport_size({"width": 390, "height": 800})
     path = PAGES[name]
