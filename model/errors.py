@@ -64,7 +64,8 @@ TOY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
                           "a weight whose shape does not fit d_keys or d_values (W_q, W_k: d_model x n_heads*d_keys, "
                           "W_v: d_model x n_heads*d_values, W_o: n_heads*d_values x d_model)"),
     "toy_head_width": (("width", "n_heads", "max"), "n_heads x d_keys or n_heads x d_values over max"),
-    "toy_variant": (("variant",), "a variant other than scaled_dot, dot, additive, hard, sample and gumbel"),
+    "toy_variant": (("variant",), "a variant other than scaled_dot, dot, additive, hard, sample, gumbel and linear"),
+    "toy_linear_alibi": ((), "the linear variant with ALiBi positions (a bias would make its kernel scores negative)"),
     "toy_positions": (("positions",), "positions other than none, sinusoidal, rope and alibi"),
     "toy_temperature": (("temperature", "min"), "a temperature that is not a finite number of at least min"),
     "toy_seed_range": (("seed", "max"), "a seed below 0 or over max"),

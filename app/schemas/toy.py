@@ -58,7 +58,7 @@ Temperature = Annotated[
 ]
 
 
-ToyVariant = Literal["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"]
+ToyVariant = Literal["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"]
 
 
 ToyPositions = Literal["none", "sinusoidal", "rope", "alibi"]
@@ -204,10 +204,11 @@ class ToyBackwardResponse(BaseModel):
     forward: ToyResponse = Field(description="The /api/v1/toy answer of the same request.")
     gradients: ToyGradients
     check: BackwardCheck = Field(description="attnscope's backward against torch.autograd on the same forward.")
-    flow: Literal["softmax", "none", "straight_through"] = Field(
+    flow: Literal["softmax", "none", "straight_through", "linear"] = Field(
         description="How the scores get their gradient: `softmax` (through the weights' softmax or Gumbel-"
         "softmax), `none` (hard, sample: one-hot weights do not depend on the scores; scores, q, k, W_q, W_k, "
-        "b_q, b_k get zeros), `straight_through` (gumbel: one-hot forward, the soft weights' gradient backward).")
+        "b_q, b_k get zeros), `straight_through` (gumbel: one-hot forward, the soft weights' gradient backward), "
+        "`linear` (through each row's division by its sum, then φ'(q), φ'(k)).")
     note: str = Field(description="The same in one English sentence.")
     upstream: Matrix = Field(description="The upstream gradient used (L x d_model).")
     upstream_default: bool = Field(description="Whether upstream is the default, all ones.")

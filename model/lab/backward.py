@@ -19,12 +19,15 @@ keys are all hidden has zero weights and zero gradients, never NaN. The mask its
 (causal, hidden keys, ALiBi's bias): nothing flows into it.
 
 Variants (model/lab/variants.py), recognised from the layer's `score`, `weigh` and `rotate`:
-  scoring   `attention_scores` (dot product) or an AdditiveScore (backward through the tanh into
-            its w_q, w_k, v and into q, k);
+  scoring   `attention_scores` (dot product), an AdditiveScore (backward through the tanh into
+            its w_q, w_k, v and into q, k) or `kernel_scores` (linear attention's φ(q)·φ(k)ᵀ: dq =
+            (dS·φ(k)) ⊙ φ'(q), φ'(x) = 1 for x > 0 and eˣ otherwise; dk likewise);
   weighting `softmax_rows` (the formula above); `hard_weights` and `sample_weights` (one-hot rows
             that do not depend on the scores: the scores receive no gradient, zeros);
             `gumbel_weights` (the formula above with the Gumbel-softmax weights; with
             straight_through the forward uses the one-hot rows and the backward the soft weights);
+            `linear_weights` (A = Z / rowsum(Z) over the visible keys: dZ = (dA − rowsum(dA ⊙ A)) / rowsum(Z),
+            0 where hidden);
   rotation  None or `positions.rope`: the rotation is linear and orthogonal, so the gradient of
             the un-rotated q is the gradient of the rotated q turned back by −θ.
 """
@@ -43,7 +46,7 @@ from model.nets.attention import MultiHeadAttention, attention_scores, merge_hea
 
 Tensor = torch.Tensor
 
-WEIGHINGS = ("softmax", "gumbel", "none")  # how the weights pass a gradient to the scores
+WEIGHINGS = ("softmax", "gumbel", "linear", "none")  # how the weights pass a gradient to the scores
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class AttentionCache:
     straight_through: bool
     rotated: bool
     hidden: Tensor | None = None
+    row_sums: Tensor | None = None  # linear weighting: each row's sum of the visible masked scores (B, H, T, 1)
 
 
 def _weighing(weigh: Any) -> tuple[str, dict[str, Any]]:
@@ -85,6 +89,8 @@ def _weighing(weigh: Any) -> tuple[str, dict[str, Any]]:
         return "softmax", keywords
     if func is variants.gumbel_weights:
         return "gumbel", keywords
+    if func is variants.linear_weights:
+        return "linear", keywords
     if func in (variants.hard_weights, variants.sample_weights):
         return "none", keywords
     raise ValueError(f"no backward for the weighting {weigh!r}; use a weighting of model/lab/variants.py")
@@ -96,8 +102,10 @@ def scores_get_gradient(layer: MultiHeadAttention) -> bool:
 
 
 def _check_score(layer: MultiHeadAttention) -> None:
-    if layer.score is not attention_scores and not isinstance(layer.score, variants.AdditiveScore):
-        raise ValueError(f"no backward for the scoring {layer.score!r}; use attention_scores or AdditiveScore")
+    if layer.score not in (attention_scores, variants.kernel_scores) and not isinstance(layer.score,
+                                                                                       variants.AdditiveScore):
+        raise ValueError(f"no backward for the scoring {layer.score!r}; use attention_scores, kernel_scores or "
+                         "AdditiveScore")
     if layer.rotate is not None and layer.rotate is not pos.rope:
         raise ValueError(f"no backward for the rotation {layer.rotate!r}; use positions.rope or none")
 
@@ -143,10 +151,13 @@ def attention_forward(layer: MultiHeadAttention, x: Tensor, keys: Tensor | None 
     ctx = merge_heads(weights @ v)  # (B, T, H*Dv)
     out = layer.output(ctx)  # (B, T, D)
     hidden = _additive_hidden(layer.score, q, k) if isinstance(layer.score, variants.AdditiveScore) else None
+    row_sums = None
+    if weighing == "linear":
+        row_sums = masked.masked_fill(torch.isneginf(masked), 0.0).sum(dim=-1, keepdim=True)  # (B, H, T, 1)
     cache = AttentionCache(x=x, keys=keys, values=values, q_full=q_full, k_full=k_full, v_full=v_full,
                            q=q, k=k, v=v, weights=weights, soft=soft, ctx=ctx, scale=float(layer.scale),
                            weighing=weighing, straight_through=straight_through,
-                           rotated=layer.rotate is not None, hidden=hidden)
+                           rotated=layer.rotate is not None, hidden=hidden, row_sums=row_sums)
     return out, cache
 
 
@@ -158,6 +169,11 @@ def rope_transpose(g: Tensor) -> Tensor:
     a, b = g[..., 0::2], g[..., 1::2]  # (..., L, dim/2) each
     turned = torch.stack((a * cos + b * sin, b * cos - a * sin), dim=-1)  # (..., L, dim/2, 2)
     return turned.flatten(-2)  # (..., L, dim)
+
+
+def _feature_slope(x: Tensor) -> Tensor:
+    """φ'(x) for φ(x) = elu(x) + 1: 1 where x > 0, eˣ elsewhere."""
+    return torch.where(x > 0, torch.ones_like(x), torch.exp(x))
 
 
 def softmax_backward(weights: Tensor, upstream: Tensor) -> Tensor:
@@ -200,11 +216,19 @@ def attention_backward(layer: MultiHeadAttention, cache: AttentionCache, upstrea
     grads["softmax"] = d_weights
     if cache.soft is None:
         d_masked = torch.zeros_like(d_weights)  # (B, H, T, S): one-hot rows do not depend on the scores
+    elif cache.row_sums is not None:  # linear: A = Z / rowsum(Z); hidden keys (A = 0 there) get nothing
+        sums = cache.row_sums
+        centred = d_weights - (d_weights * cache.weights).sum(dim=-1, keepdim=True)  # (B, H, T, S)
+        visible = cache.weights > 0  # every visible kernel score is positive, so its weight is too
+        d_masked = torch.where(visible, centred / torch.where(sums > 0, sums, torch.ones_like(sums)), 0.0)
     else:
         d_masked = softmax_backward(cache.soft, d_weights)  # (B, H, T, S)
     d_scores = d_masked * cache.scale  # (B, H, T, S)
     grads["scores"] = d_scores
-    if cache.hidden is None:
+    if layer.score is variants.kernel_scores:  # S = φ(q)·φ(k)ᵀ
+        d_q = (d_scores @ variants.feature_map(cache.k)) * _feature_slope(cache.q)  # (B, H, T, Dk)
+        d_k = (d_scores.transpose(-2, -1) @ variants.feature_map(cache.q)) * _feature_slope(cache.k)  # (B, H, S, Dk)
+    elif cache.hidden is None:
         d_q = d_scores @ cache.k  # (B, H, T, Dk): dS·K
         d_k = d_scores.transpose(-2, -1) @ cache.q  # (B, H, S, Dk): dSᵀ·Q
     else:

@@ -189,6 +189,10 @@ def _check_settings(variant: str, positions: str, temperature: float, seed: int,
         raise ToyShapeError("toy_seed_range", ("seed",),
                             f"seed {seed} is out of range; send a seed from 0 to {variants.MAX_SEED}",
                             seed=seed, max=variants.MAX_SEED)
+    if variant == "linear" and positions == "alibi":
+        raise ToyShapeError("toy_linear_alibi", ("positions",),
+                            "linear attention divides kernel scores φ(q)·φ(k) > 0 by their sum, and ALiBi's bias "
+                            "would make them negative; pick other positions or another variant")
     if straight_through and variant != "gumbel":
         raise ToyShapeError("toy_straight_through", ("straight_through",),
                             f"straight_through is for the gumbel variant, not {variant}; send variant gumbel or "

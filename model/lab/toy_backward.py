@@ -27,13 +27,15 @@ NOTES = {
             "b_q and b_k receive no gradient (zeros); only the values' path carries one.",
     "straight_through": "Straight-through: the forward used the one-hot rows, the backward passes the "
                         "Gumbel-softmax weights' gradient to the scores.",
+    "linear": "Linear attention: each row was divided by its sum, so dZ = (dA − rowsum(dA ⊙ A)) / rowsum(Z), "
+              "dS = dZ × scale, and q and k get it through φ'(x) (1 for x > 0, eˣ otherwise).",
 }
 
 
 def _flow(setup: ToySetup) -> str:
     if variants.is_hard(setup.variant, setup.straight_through):
         return "straight_through" if setup.straight_through else "none"
-    return "softmax"
+    return "linear" if setup.variant == "linear" else "softmax"
 
 
 def _upstream(setup: ToySetup, upstream: Sequence[Sequence[float]] | None) -> Tensor:

@@ -1,11 +1,14 @@
 """Scoring and weighting variants of attention, plugged into MultiHeadAttention's steps.
 
 Scoring (the `scores` step, then the `scale` step): `scaled_dot` (q·kᵀ, scale 1/√d_keys), `dot`
-(Luong: q·kᵀ, scale 1) and `additive` (Bahdanau: vᵀ tanh(q W_q + k W_k) per head, scale 1).
+(Luong: q·kᵀ, scale 1), `additive` (Bahdanau: vᵀ tanh(q W_q + k W_k) per head, scale 1) and `linear`
+(Katharopoulos et al. 2020: the kernel φ(q)·φ(k), φ(x) = elu(x) + 1 > 0, scale 1).
 Weighting (the `softmax` step, which holds the weights actually used): `softmax`; `hard` (one-hot
 argmax of each row of the masked scores, ties to the lowest index); `sample` (one-hot drawn from
 the softmax row); `gumbel` (softmax of the masked scores plus Gumbel noise over τ) and its
-straight-through form (forward: the one-hot argmax of that Gumbel-softmax).
+straight-through form (forward: the one-hot argmax of that Gumbel-softmax); `linear` (each row of the
+masked kernel scores divided by its sum: no exponential, so φ(Q)·(φ(K)ᵀV) can be summed first and
+attention costs O(N) instead of O(N²)).
 
 The temperature τ divides the scaled scores in the `scale` step (factor = scale / τ), for every
 variant. For `gumbel` the noise is divided by τ too, so the weights are softmax((s + g) / τ) with s
@@ -28,8 +31,8 @@ import torch
 
 from model.nets.attention import Score, Weigh, attention_scores, softmax_rows
 
-SCORINGS = ("scaled_dot", "dot", "additive")
-VARIANTS = ("scaled_dot", "dot", "additive", "hard", "sample", "gumbel")
+SCORINGS = ("scaled_dot", "dot", "additive", "linear")
+VARIANTS = ("scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear")
 HARD_VARIANTS = ("hard", "sample")  # and gumbel with straight_through
 NOISE_STREAM = 0  # the generator of sample's and gumbel's draws is seeded with seed + NOISE_STREAM
 MAX_SEED = 2**32 - 1
@@ -88,6 +91,24 @@ def gumbel_weights(masked: torch.Tensor, any_hidden: bool = True, *, seed: int =
     return one_hot_rows(soft.argmax(dim=-1, keepdim=True), masked)
 
 
+def feature_map(x: torch.Tensor) -> torch.Tensor:
+    """Linear attention's φ(x) = elu(x) + 1: x + 1 for x > 0, exp(x) otherwise; always positive."""
+    return torch.nn.functional.elu(x) + 1.0
+
+
+def kernel_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Linear attention's scores φ(q)·φ(k)ᵀ (B, H, T, S): positive, so a row's sum normalises it."""
+    return feature_map(q) @ feature_map(k).transpose(-2, -1)
+
+
+def linear_weights(masked: torch.Tensor, any_hidden: bool = True) -> torch.Tensor:
+    """Each row of the masked kernel scores divided by its sum over the visible keys (a hidden key adds
+    nothing); a row with every key hidden is zeros."""
+    kept = masked.masked_fill(torch.isneginf(masked), 0.0)  # (B, H, T, S)
+    sums = kept.sum(dim=-1, keepdim=True)  # (B, H, T, 1)
+    return kept / torch.where(sums > 0, sums, torch.ones_like(sums))
+
+
 @dataclass(frozen=True)
 class AdditiveScore:
     """Bahdanau scoring per head: scores[h, i, j] = v_hᵀ tanh(q_i W_q[h] + k_j W_k[h]).
@@ -114,6 +135,8 @@ def scoring(variant: str, d_keys: int, additive: AdditiveScore | None = None) ->
         return additive, 1.0
     if variant == "dot":
         return attention_scores, 1.0
+    if variant == "linear":
+        return kernel_scores, 1.0
     return attention_scores, 1.0 / math.sqrt(d_keys)
 
 
@@ -128,6 +151,8 @@ def weighting(variant: str, seed: int = 0, temperature: float = 1.0, straight_th
         chosen = partial(sample_weights, seed=seed)
     elif variant == "gumbel":
         chosen = partial(gumbel_weights, seed=seed, temperature=temperature, straight_through=straight_through)
+    elif variant == "linear":
+        chosen = linear_weights
     else:
         chosen = softmax_rows
     return chosen

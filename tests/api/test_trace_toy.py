@@ -261,7 +261,8 @@ HTTP_CASES = [
     ({"queries": Q4, "seed": 2**32}, ["body", "seed"], "less_than_equal", {"le": 2**32 - 1}),
     ({"queries": Q4, "hidden_keys": [-1]}, ["body", "hidden_keys", "0"], "toy_hidden_key", {"key": -1, "keys": 3}),
     ({"queries": Q4, "variant": "luong"}, ["body", "variant"], "literal_error",
-     {"expected": "'scaled_dot', 'dot', 'additive', 'hard', 'sample' or 'gumbel'"}),
+     {"expected": "'scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel' or 'linear'"}),
+    ({"queries": Q4, "variant": "linear", "positions": "alibi"}, ["body", "positions"], "toy_linear_alibi", {}),
     ({"queries": Q4, "positions": "learned"}, ["body", "positions"], "literal_error",
      {"expected": "'none', 'sinusoidal', 'rope' or 'alibi'"}),
 ]
@@ -394,10 +395,10 @@ def test_toy_answer_echoes_the_settings_and_the_defaults_are_the_worked_example(
     assert body["weights"] == {n: np.eye(4).tolist() for n in "qkvo"}
 
 
-@pytest.mark.parametrize("variant", ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"])
+@pytest.mark.parametrize("variant", ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"])
 def test_toy_variants_over_http(client, variant):
     body = toy(client, variant=variant, temperature=0.5, seed=4, hidden_keys=[2], causal=True).json()
-    factor = 1.0 if variant in ("dot", "additive") else 2 ** -0.5
+    factor = 1.0 if variant in ("dot", "additive", "linear") else 2 ** -0.5
     assert body["scale"] == pytest.approx(factor / 0.5)
     np.testing.assert_allclose(body["steps"]["scale"], np.array(body["steps"]["scores"]) * body["scale"], atol=1e-12)
     weights = np.array(body["steps"]["softmax"])

@@ -75,6 +75,7 @@ SETUPS = [
     ("gumbel", "variant=gumbel&temperature=0.5&seed=2"),
     ("gumbel-straight-through", "variant=gumbel&straight_through=1"),
     ("every-key-hidden", "hidden=0,1,2,3"),
+    ("linear-causal-hot", "variant=linear&causal=1&temperature=2"),
 ]
 
 
@@ -122,6 +123,12 @@ def test_every_step_draws_what_it_names(page: Page, options: str):
         assert same(H, np.tanh(a + B))
         assert same(grid(page, "additive-row")[:, 0], H @ v) and same(S[q], H @ v)
         expect(page.locator("#qk-panel")).to_be_hidden()  # no q·k to take apart
+    elif variant == "linear":  # φ(Q_h)·φ(K_h)ᵀ, φ(x) = elu(x) + 1
+        assert "φ(Q_h) · φ(K_h)ᵀ" in title(page)
+        phi = lambda x: np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))  # noqa: E731
+        assert same(grid(page, "scores-q"), phi(split["q"])) and same(grid(page, "scores-kt"), phi(split["k"]).T)
+        assert same(S, phi(split["q"]) @ phi(split["k"]).T)
+        expect(page.locator("#qk-panel")).to_be_hidden()
     else:
         assert "Q_h · K_hᵀ" in title(page)
         assert same(S, grid(page, "scores-q") @ grid(page, "scores-kt"))
@@ -129,7 +136,7 @@ def test_every_step_draws_what_it_names(page: Page, options: str):
 
     show_step(page, "scale")
     scaled = grid(page, "scale")
-    factor = (1.0 if variant in ("dot", "additive") else 1 / np.sqrt(dk)) / tau
+    factor = (1.0 if variant in ("dot", "additive", "linear") else 1 / np.sqrt(dk)) / tau
     shown_factor = float(page.locator("#scale-factor").inner_text().replace("×", "").replace("−", "-"))
     assert abs(shown_factor - factor) < 5e-5 and same(scaled, S * factor)
     assert f"{factor:.4f}" in title(page) or (factor == 1 and "1" in title(page))
@@ -166,6 +173,10 @@ def test_every_step_draws_what_it_names(page: Page, options: str):
             assert (soft[A == 1] > 0).all()
     elif variant == "gumbel":
         assert "Gumbel" in title(page) and "softmax(masked scores)" not in words
+    elif variant == "linear":  # each row over its sum: no exponential
+        assert "no softmax" in title(page) and "softmax" not in words
+        kept = np.nan_to_num(masked, nan=0.0)
+        assert same(A, kept / kept.sum(axis=1, keepdims=True), 1e-12)
     else:
         assert "softmax" in title(page).lower()
         assert same(A, softmax_rows(masked), 1e-12)

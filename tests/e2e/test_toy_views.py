@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from .helpers import english_left, switch_to_chinese
 
-VARIANTS = ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"]
+VARIANTS = ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"]
 EXAMPLE = {
     "queries": [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]],
     "values": [[10, 11, 20, 21], [12, 13, 22, 23], [14, 15, 24, 25], [16, 17, 26, 27]],
@@ -31,7 +31,7 @@ def drawn(page: Page, key: str) -> list[list[float]]:
 def test_compare_draws_every_variant_of_the_chosen_head(page: Page, api):
     page.goto("/toy?compare=1&head=1&temperature=0.5")
     cells = page.locator("#compare-grid .compare-cell")
-    expect(cells).to_have_count(6)
+    expect(cells).to_have_count(len(VARIANTS))
     assert cells.evaluate_all("(cs) => cs.map((c) => c.dataset.variant)") == VARIANTS
     for variant in VARIANTS:
         expect(page.locator(f'[data-matrix="compare-{variant}"]')).to_have_class(re.compile("js-plotly-plot"))
@@ -94,5 +94,5 @@ def test_the_panels_speak_chinese(page: Page):
     expect(page.locator("#shuffle-result")).to_contain_text("✓")
     switch_to_chinese(page)
     expect(page.locator("#shuffle-result")).to_contain_text("✓")
-    expect(page.locator("#compare-grid .compare-cell")).to_have_count(6)
+    expect(page.locator("#compare-grid .compare-cell")).to_have_count(len(VARIANTS))
     assert english_left(page) == []

@@ -195,7 +195,7 @@ def reference_gradients(request: dict, forward: dict, upstream: torch.Tensor, to
     if variant == "additive":
         add = {f"additive_{n}": t(forward["additive"][n]).requires_grad_(True) for n in ("w_q", "w_k", "v")}
     q_all, k_all, v_all = xq @ p["w_q"] + p["b_q"], xk @ p["w_k"] + p["b_k"], xv @ p["w_v"] + p["b_v"]
-    scale = (1.0 if variant in ("dot", "additive") else 1 / math.sqrt(dk)) / tau
+    scale = (1.0 if variant in ("dot", "additive", "linear") else 1 / math.sqrt(dk)) / tau
     kept: dict[str, list[torch.Tensor]] = {n: [] for n in ("q", "k", "v", "scores", "softmax", "weighted_sum")}
     ctxs = []
     for h in range(h_count):
@@ -208,6 +208,8 @@ def reference_gradients(request: dict, forward: dict, upstream: torch.Tensor, to
         if variant == "additive":
             hid = torch.tanh((qh @ add["additive_w_q"][h])[:, None, :] + (kh @ add["additive_w_k"][h])[None, :, :])
             s = hid @ add["additive_v"][h]
+        elif variant == "linear":  # Katharopoulos et al.'s φ(x) = elu(x) + 1
+            s = (torch.nn.functional.elu(qh) + 1) @ (torch.nn.functional.elu(kh) + 1).T
         else:
             s = qh @ kh.T
         s.retain_grad()
@@ -228,6 +230,10 @@ def reference_gradients(request: dict, forward: dict, upstream: torch.Tensor, to
             a = one_hot + soft - soft.detach() if request.get("straight_through") else soft
         elif variant in ("hard", "sample"):
             a = one_hot
+        elif variant == "linear":  # each row over its sum, hidden keys left out
+            kept_z = torch.where(torch.isneginf(z), torch.zeros_like(z), z)
+            sums = kept_z.sum(-1, keepdim=True)
+            a = kept_z / torch.where(sums > 0, sums, torch.ones_like(sums))
         else:
             a = softmax_hidden(z)
         if a.requires_grad:
@@ -278,8 +284,8 @@ def check_against_reference(mine: dict, ref: dict, n: int) -> float:
 
 @st.composite
 def toy_requests(draw):
-    variant = draw(st.sampled_from(["scaled_dot", "dot", "additive", "hard", "sample", "gumbel"]))
-    positions = draw(st.sampled_from(["none", "sinusoidal", "rope", "alibi"]))
+    variant = draw(st.sampled_from(["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"]))
+    positions = draw(st.sampled_from(["none", "sinusoidal", "rope"] + ([] if variant == "linear" else ["alibi"])))
     n_heads = draw(st.integers(1, 3))
     d_model = draw(st.integers(1, 6))
     d_model += d_model % 2 if positions == "sinusoidal" else 0

@@ -159,6 +159,17 @@ export function additiveRow(q, K, wq, wk, v) {
   return { a, B, H, s };
 }
 
+/** Linear attention's feature map φ(x) = elu(x) + 1: x + 1 above 0, eˣ below (always positive). */
+export function feature(x) {
+  return x > 0 ? x + 1 : Math.exp(x);
+}
+
+/** The split step's q and k through φ (v as it is): what linear attention's scores are made of. */
+function featureSplit(split) {
+  const phi = (stack) => stack.map((m) => m.map((row) => row.map(feature)));
+  return { q: phi(split.q), k: phi(split.k), v: split.v };
+}
+
 /** Whether each query keeps exactly one key (weights 0 or 1): hard, sample and straight-through gumbel. */
 export function isOneHot(T) {
   return T.variant === 'hard' || T.variant === 'sample' || (T.variant === 'gumbel' && T.straightThrough);
@@ -173,14 +184,15 @@ export function stepVariant(T, step) {
   switch (step) {
     case 'input': return T.positions === 'sinusoidal' ? 'sinusoidal' : null;
     case 'split': return T.positions === 'rope' ? 'rope' : null;
-    case 'scores': return T.variant === 'additive' ? 'additive' : null;
+    case 'scores': return T.variant === 'additive' || T.variant === 'linear' ? T.variant : null;
     case 'scale':
+      if (T.variant === 'linear') return 'linear'; // rows are divided by their sums: no factor changes a weight
       if (unscaled) return T.temperature === 1 ? T.variant : 'unscaledTemperature';
       return T.temperature === 1 ? null : 'temperature';
     case 'mask': return T.positions === 'alibi' ? 'alibi' : null;
     case 'softmax':
       if (T.variant === 'gumbel') return T.straightThrough ? 'gumbelST' : 'gumbel';
-      return T.variant === 'hard' || T.variant === 'sample' ? T.variant : null;
+      return ['hard', 'sample', 'linear'].includes(T.variant) ? T.variant : null;
     case 'weighted_sum': return isOneHot(T) ? 'oneHot' : null;
     default: return null;
   }
@@ -456,7 +468,8 @@ function splitStep(T, c) {
 
 function scoresStep(T, c) {
   if (T.variant === 'additive') return additiveScoresStep(T, c);
-  const split = T.steps.split;
+  const linear = T.variant === 'linear'; // S = φ(Q_h)·φ(K_h)ᵀ: the panels show φ of the split q and k
+  const split = linear ? featureSplit(T.steps.split) : T.steps.split;
   const S = T.steps.scores[c.slot];
   // Side by side, Q_h's rows line up with S's; when windowed, S gets the room that Q_h and K_hᵀ
   // give up. On a narrow stage S goes below them, at the full width.
@@ -477,20 +490,20 @@ function scoresStep(T, c) {
     ...layout,
     overview: overview(c, S, { range, keys: true }),
     items: [
-      plot('qh', 'scores-q', `Q_h · ${shape(c.L, T.dHead)}${rowsShown(c.rows)}`,
+      plot('qh', 'scores-q', `${linear ? 'φ(Q_h)' : 'Q_h'} · ${shape(c.L, T.dHead)}${rowsShown(c.rows)}`,
         matrixFigure({
           z: c.Q(split.q[c.slot]), ...c.qRows, rowName: T.queryName, colOffset: c.c0, cellPx: narrow ? c.size.head : cell,
           highlights: [c.rowQ], colorbar: false, range: signedRange(split.q[c.slot]),
         })),
       op('dot', '·'),
-      plot('kt', 'scores-kt', `K_hᵀ · ${shape(T.dHead, c.S)}${keysShown(c.keys)}`,
+      plot('kt', 'scores-kt', `${linear ? 'φ(K_h)ᵀ' : 'K_hᵀ'} · ${shape(T.dHead, c.S)}${keysShown(c.keys)}`,
         matrixFigure({
           z: transpose(c.K(split.k[c.slot])), rowLabels: null, rowName: t('walk.word.dim'), rowOffset: c.c0, ...c.kCols,
           colName: T.keyName, cellPx: c.size.dims, colPx: ktWidth / c.nk, colorbar: false, maxColTicks: c.windowed ? 40 : 12,
           range: signedRange(split.k[c.slot]),
         })),
       op('eq', '='),
-      plot('s', 'scores', labelled('walk.cap.scores', { shape: shape(c.L, c.S), query: c.q, label: c.qLabel }),
+      plot('s', 'scores', labelled(linear ? 'walk.cap.linearScores' : 'walk.cap.scores', { shape: shape(c.L, c.S), query: c.q, label: c.qLabel }),
         squareMap(T, c, c.QK(S), { fraction: sFraction, cellPx: cell, range })),
     ],
   };

@@ -21,7 +21,7 @@ export const identity = (n) => Array.from({ length: n }, (_, i) => Array.from({ 
 export const identityWeights = (d) => Object.fromEntries(WEIGHTS.map((w) => [w, identity(d)]));
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
-export const VARIANTS = ['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel'];
+export const VARIANTS = ['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel', 'linear'];
 export const POSITIONS = ['none', 'sinusoidal', 'rope', 'alibi'];
 export const UPSTREAMS = ['ones', 'row']; // the backward pass's upstream gradient: all ones, or the chosen query's row
 const MAX_SEED = 2 ** 31 - 1;

@@ -1,6 +1,6 @@
 // The query/key view (bertviz's "neuron view") of one query: q, the keys k_j (of the key
 // window, for long inputs), their products dimension by dimension, and the sums, which are the
-// query's row of the scores. Linked to the walkthrough's scores step; hidden for additive scores.
+// query's row of the scores. Linked to the walkthrough's scores step; hidden for additive and linear scores.
 import { queryKeySpec } from '../figures/steps.js';
 import { t } from '../i18n/index.js';
 import { drawGrid } from './figure-grid.js';
@@ -25,8 +25,8 @@ export function createQueryKeyView(root, { onJump, onMoveKeys }) {
 
   /** Draw the view of selection.query and selection.head (and selection.keys, the key window). */
   async function render(stepData, selection) {
-    // Additive scores are no dot product q·k_j: the scores step works that query's row out itself.
-    root.hidden = stepData.variant === 'additive';
+    // Additive and linear scores are no dot product q·k_j: the scores step shows how they are made.
+    root.hidden = stepData.variant === 'additive' || stepData.variant === 'linear';
     if (root.hidden) return;
     const spec = queryKeySpec(stepData, { ...selection, width: grid.clientWidth || 1200 });
     let worst = 0;

@@ -47,6 +47,7 @@ function sentence(id, answer) {
   const f = answer.forward;
   if (id === 'scores') return t(`toy.back.say.scores.${answer.flow}`, { scale: f.scale.toFixed(4) });
   if (['q', 'k', 'weights'].includes(id) && f.variant === 'additive') return t(`toy.back.say.${id}.additive`);
+  if (['q', 'k'].includes(id) && f.variant === 'linear') return t(`toy.back.say.${id}.linear`);
   if (id === 'inputs' && answer.gradients.input) return `${t('toy.back.say.inputs')} ${t('toy.back.selfAttention')}`;
   return t(`toy.back.say.${id}`);
 }
@@ -78,7 +79,7 @@ export function createBackwardView(root, { load }) {
     check.classList.toggle('is-same', ok);
     check.dataset.maxAbsDiff = String(diff);
     const lines = [];
-    if (answer.flow !== 'softmax') lines.push(t(`toy.back.flow.${answer.flow}`));
+    if (answer.flow !== 'softmax') lines.push(t(`toy.back.flow.${answer.flow}`)); // none, straight_through, linear
     if (answer.forward.positions === 'rope') lines.push(t('toy.back.rope'));
     if (answer.forward.positions === 'sinusoidal') lines.push(t('toy.back.sinusoidal'));
     note.textContent = lines.join(' ');

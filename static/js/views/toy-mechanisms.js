@@ -7,7 +7,7 @@ import { matrixFigure } from '../figures/matrix.js';
 import { t } from '../i18n/index.js';
 import { renderFigure } from './plot.js';
 
-export const VARIANTS = Object.freeze(['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel']);
+export const VARIANTS = Object.freeze(['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel', 'linear']);
 export const SHUFFLE_SEED = 7;
 const SAME = 1e-9; // float64 sums in another order differ by ~1e-15; a real change is far larger
 
@@ -64,10 +64,12 @@ export function createMechanismViews(roots, { load }) {
   /** Every variant's weights of `head` for the request `body` (its variant and straight-through aside). */
   async function drawCompare(body, head) {
     const { straight_through: _, ...rest } = body;
-    const answers = await Promise.all(VARIANTS.map((variant) => load({ ...rest, variant })));
+    // linear attention takes no ALiBi bias (it would make its kernel scores negative): left out then
+    const shown = VARIANTS.filter((variant) => !(variant === 'linear' && rest.positions === 'alibi'));
+    const answers = await Promise.all(shown.map((variant) => load({ ...rest, variant })));
     compareGrid.replaceChildren();
     const drawing = answers.map((toy, index) => {
-      const variant = VARIANTS[index];
+      const variant = shown[index];
       const cell = document.createElement('figure');
       cell.className = 'compare-cell';
       cell.dataset.variant = variant;
