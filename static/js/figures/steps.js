@@ -103,6 +103,18 @@ export function weightedRows(weights, matrix) {
   return matrix.map((row, j) => row.map((x) => x * weights[j]));
 }
 
+const hiddenCache = new WeakMap(); // a trace's matrix -> whether it holds a hidden entry
+
+/** Whether a matrix holds a hidden (null) entry; remembered for the trace's own matrices. */
+function hasHidden(matrix) {
+  let hidden = hiddenCache.get(matrix);
+  if (hidden === undefined) {
+    hidden = matrix.some((row) => row.some((v) => v === null));
+    hiddenCache.set(matrix, hidden);
+  }
+  return hidden;
+}
+
 /** 0 where the masked scores keep a value, null (−∞) where they hide it. */
 export function maskOf(masked) {
   return masked.map((row) => row.map((v) => (v === null ? null : 0)));
@@ -441,7 +453,7 @@ function scaleStep(T, c) {
 function maskStep(T, c) {
   const scaled = T.steps.scale[c.slot];
   const masked = T.steps.mask[c.slot];
-  const hidden = masked.some((row) => row.some((v) => v === null));
+  const hidden = hasHidden(masked);
   const range = signedRange(scaled);
   const cell = Math.max(8, Math.round(c.size.square * 0.8));
   // On a narrow stage: "scaled + M" on one line, "= masked" under them.
@@ -459,7 +471,7 @@ function maskStep(T, c) {
       plot('m', 'mask-matrix', t(hidden ? 'walk.cap.maskMatrix' : 'walk.cap.maskNone'),
         // "−∞" in the 9 px cell font is about 17 px wide in Chromium: from 22 px cells on, the grey between
         // two of them keeps them apart (16 px cells ran them together at 800 px).
-        squareMap(T, c, c.QK(maskOf(masked)), {
+        squareMap(T, c, maskOf(c.QK(masked)), {
           range: 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 40, fraction, minCell: 22,
         })),
       op('eq', '='),
