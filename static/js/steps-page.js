@@ -12,6 +12,7 @@ import {
   $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, Lru, modelOf, range, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
+import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
 import { createTokenPicker } from './views/token-picker.js';
 import { createWalkthrough } from './views/walkthrough.js';
 
@@ -175,6 +176,7 @@ async function render(state) {
     els.intro.hidden = false;
     els.explorerLink.hidden = true;
     setTitle('page.steps');
+    preloadPlotly(); // ready for the first sentence
     return;
   }
   let trace;
@@ -184,9 +186,13 @@ async function render(state) {
     const key = traceKey(wanted);
     status.busy(!traces.has(key));
     status.info();
-    trace = await traces.load(key, () => getTraceCompact({
+    const traced = traces.load(key, () => getTraceCompact({
       text: wanted.text, text_pair: wanted.pair, model: wanted.model, layer: wanted.layer, head: wanted.head,
     }));
+    // plotly.js is parsed while the server traces the layer (its request has gone out by now).
+    const plotly = loadPlotly();
+    trace = await traced;
+    await plotly;
     state = wanted;
   } catch (error) {
     if (guard.current(ticket)) status.error(error); // the last good result stays
