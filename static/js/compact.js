@@ -58,9 +58,24 @@ function nested(values, shape, start) {
   return out;
 }
 
+/** Define `object[name]` as `make()`, made on first read only (then an ordinary property). */
+function lazy(object, name, make) {
+  Object.defineProperty(object, name, {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const value = make();
+      Object.defineProperty(object, name, { value, enumerable: true, configurable: true, writable: true });
+      return value;
+    },
+  });
+}
+
 /**
  * The compact f32 trace as the JSON answer of /api/v1/trace: the header's fields and `steps` with the
- * same nested arrays of numbers (the very float32 numbers the JSON carries; hidden entries null).
+ * same nested arrays of numbers (the very float32 numbers the JSON carries; hidden entries null). Each
+ * array is turned into nested arrays when it is first read, so a page that shows one step at a time
+ * pays for the others only when it shows them.
  * @param {ArrayBuffer} buffer the whole response body
  * @returns {object} {model, tokens, layer, d_model, n_heads, d_head, heads, scale, steps}
  */
@@ -73,9 +88,9 @@ export function decodeTraceF32(buffer) {
   const steps = {};
   let start = 0;
   for (const { step, key, shape } of arrays) {
-    const array = nested(values, shape, start);
-    if (key === null) steps[step] = array;
-    else (steps[step] ??= {})[key] = array;
+    const make = ((first) => () => nested(values, shape, first))(start);
+    if (key === null) lazy(steps, step, make);
+    else lazy((steps[step] ??= {}), key, make);
     start += shape.reduce((x, y) => x * y, 1);
   }
   return { ...fields, steps };

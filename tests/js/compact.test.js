@@ -196,3 +196,15 @@ test('a trace body of another dtype is refused', () => {
   new Uint8Array(buffer).set(new TextEncoder().encode(head), 8);
   assert.throws(() => decodeTraceF32(buffer), /a trace of float16, not float32/);
 });
+
+test('each array of an f32 trace is made on its first read, then kept', () => {
+  const decoded = decodeTraceF32(encodeTrace(jsonTrace()));
+  const before = Object.getOwnPropertyDescriptor(decoded.steps, 'softmax');
+  assert.equal(typeof before.get, 'function', 'not made yet');
+  assert.ok(before.enumerable);
+  const first = decoded.steps.softmax;
+  assert.equal(decoded.steps.softmax, first, 'the same arrays on the next read');
+  assert.ok('value' in Object.getOwnPropertyDescriptor(decoded.steps, 'softmax'));
+  assert.equal(typeof Object.getOwnPropertyDescriptor(decoded.steps.project, 'k').get, 'function');
+  assert.deepEqual(decoded.steps.project.k, jsonTrace().steps.project.k);
+});
