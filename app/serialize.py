@@ -10,6 +10,13 @@ The compact `u16` answer is one binary body (all integers little-endian):
     the rest    uint16 values in row-major (layer, head, query, key) order;
                 weight = value / 65535 (absolute error at most 1/131070 = 7.7e-6)
 
+The compact `f32` trace (/trace?encoding=f32) has the same frame: magic, header length, the JSON header
+(every field of the JSON answer except `steps`, plus "dtype": "float32" and "arrays", one {"step", "key",
+"shape"} per array in body order: the JSON answer's steps in order, a step's q, k, v in order; "key" is null
+for a step that is one array), then each array's little-endian float32 values in row-major order, one
+after the other. They are the very float32 numbers the JSON answer writes (exact, not rounded); a hidden
+entry (JSON null, the mask step) is -inf.
+
 The JSON answer of maps (`maps_json_response`) writes the weights with orjson straight from the
 float32 arrays: each number is float32's shortest round-trip decimal (0.1f prints 0.1, not
 0.10000000149011612), so parsing it and rounding to float32 gives back the exact weight; NaN and
@@ -131,7 +138,7 @@ def _numbers_json(block: torch.Tensor) -> bytes:
 
 
 MAGIC = b"ATN1"
-U16_MEDIA_TYPE = "application/octet-stream"
+BINARY_MEDIA_TYPE = "application/octet-stream"
 
 
 def u16_response(header: dict, shape: list[int], blocks: AsyncIterable[torch.Tensor]) -> Response:
@@ -141,19 +148,39 @@ def u16_response(header: dict, shape: list[int], blocks: AsyncIterable[torch.Ten
     block's bytes as they are, as soon as the block exists. The length is known in advance, so the answer
     has a Content-Length and a client can show its progress.
     """
-    head = json.dumps({**header, "shape": shape, "dtype": "uint16", "scale": U16_SCALE}, ensure_ascii=False,
-                      separators=(",", ":")).encode()
-    head += b" " * (-(8 + len(head)) % 8)
-    length = 8 + len(head) + 2 * math.prod(shape)
+    head = _frame_header({**header, "shape": shape, "dtype": "uint16", "scale": U16_SCALE})
+    length = len(head) + 2 * math.prod(shape)
 
     async def body() -> AsyncIterator[bytes | memoryview]:
-        yield struct.pack("<4sI", MAGIC, len(head)) + head
+        yield head
         async for block in blocks:
             if block.dtype != torch.uint16:
                 raise TypeError(f"compact maps are uint16, not {block.dtype}")
             yield block.contiguous().numpy().astype("<u2", copy=False).data.cast("B")
 
-    return StreamingResponse(body(), media_type=U16_MEDIA_TYPE, headers={"content-length": str(length)})
+    return StreamingResponse(body(), media_type=BINARY_MEDIA_TYPE, headers={"content-length": str(length)})
+
+
+def _frame_header(header: dict) -> bytes:
+    """The first bytes of a compact answer: magic, header length, the JSON header padded with spaces so that
+    the values after it start at a multiple of 8."""
+    head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
+    head += b" " * (-(8 + len(head)) % 8)
+    return struct.pack("<4sI", MAGIC, len(head)) + head
+
+
+def f32_trace_response(header: dict, record: dict[str, Any]) -> Response:
+    """A traced layer (step -> tensor or dict of tensors) as the compact `f32` answer (module docstring):
+    the float32 tensors' bytes as they are, -inf included, after a header naming each array."""
+    arrays = [(step, key, t) for step, value in record.items()
+              for key, t in (value.items() if isinstance(value, dict) else [(None, value)])]
+    for step, key, t in arrays:
+        if t.dtype != torch.float32:
+            raise TypeError(f"{step} {key or ''}: traced steps are float32, not {t.dtype}")
+    head = _frame_header({**header, "dtype": "float32",
+                          "arrays": [{"step": step, "key": key, "shape": list(t.shape)} for step, key, t in arrays]})
+    values = [np.ascontiguousarray(t.numpy(), dtype="<f4").tobytes() for _, _, t in arrays]
+    return Response(b"".join([head, *values]), media_type=BINARY_MEDIA_TYPE)
 
 
 def json_response(body: BaseModel) -> Response:

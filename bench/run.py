@@ -13,8 +13,8 @@ import torch
 
 from bench.common import THREADS
 
-SECTIONS = ["server_cost", "json_answer", "analysis", "startup", "page_load", "head_view", "throughput", "load",
-            "workers"]
+SECTIONS = ["server_cost", "json_answer", "analysis", "startup", "page_load", "head_view", "steps_page", "throughput",
+            "load", "workers"]
 
 
 def main(names: list[str]) -> None:

@@ -13,7 +13,14 @@ from .. import serialize
 from ..deps import AttentionInput, ClientLeft, Hub, Resolved, SettingsDep, SummaryInput, TraceInput
 from ..errors import refuse_over_cap
 from ..hub import ModelHub
-from ..schemas.api import AttentionResponse, Encoding, ModelsResponse, SummaryResponse, TraceResponse
+from ..schemas.api import (
+    AttentionResponse,
+    Encoding,
+    ModelsResponse,
+    SummaryResponse,
+    TraceEncoding,
+    TraceResponse,
+)
 from ..schemas.common import (
     BODY_TOO_LARGE,
     INVALID_FIELD,
@@ -42,7 +49,17 @@ ENCODING_DOC = (
     "order; weight = value / 65535, absolute error at most 7.7e-6. About 2 bytes a weight instead of ~20."
 )
 EncodingParam = Annotated[Encoding, Query(description=ENCODING_DOC)]
-BINARY_ANSWER = {"content": {serialize.U16_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}}
+TRACE_ENCODING_DOC = (
+    "`json` (default): the JSON body. `f32`: one binary body (application/octet-stream) framed as the maps' `u16` "
+    "answer: the 4 bytes `ATN1`, a little-endian uint32 H, H bytes of UTF-8 JSON header (every field of the JSON "
+    "answer except `steps`, plus `dtype` \"float32\" and `arrays`: one {`step`, `key`, `shape`} per array in body "
+    "order, the steps in order and a step's q, k, v in order, `key` null for a step that is one array; padded with "
+    "spaces so the data starts at a multiple of 8), then each array's little-endian float32 values in row-major "
+    "order, one after the other. The same float32 numbers as the JSON answer, exactly; a hidden entry (null in "
+    "JSON) is -inf. 4 bytes a number instead of about 20, and no cap on the number of values."
+)
+TraceEncodingParam = Annotated[TraceEncoding, Query(description=TRACE_ENCODING_DOC)]
+BINARY_ANSWER = {"content": {serialize.BINARY_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}}
 MODEL_RULES = (
     " Rules that depend on the model, which the request schema cannot state (the model's sizes are in GET "
     "/api/v1/models): `model` is an id listed there, else 404 (`errors[0].type` `unknown_model`); the text "
@@ -65,6 +82,7 @@ MAPS_ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 TRACE_ERRORS: dict[int | str, dict[str, Any]] = {
+    200: BINARY_ANSWER,
     404: UNKNOWN_MODEL,
     413: TOO_LARGE,
 }
@@ -146,18 +164,22 @@ async def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
         "Traces layer `layer` of the model on `text` (and `text_pair`): the input, the projections, the split "
         "into heads, scores, scale, mask, softmax, weighted sum, concat and the output projection (before the "
         "residual add). Per-head steps hold the chosen head, or all heads when `head` is null. The answer "
-        "holds 6·N·D + 4·h·N·Dh + 4·h·N² numbers for N tokens and h heads; over the JSON cap: 413."
+        "holds 6·N·D + 4·h·N·Dh + 4·h·N² numbers for N tokens and h heads; a JSON answer over the JSON cap: 413 "
+        "(`?encoding=f32` has no cap). The layers after `layer` are not run."
         + MODEL_RULES.format(indices="`layer` below the model's `n_layers`, `head` below its `n_heads`")
     ),
     responses=TRACE_ERRORS,
 )
-def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
+def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
+          encoding: TraceEncodingParam = TraceEncoding.json) -> Response:
     cfg, (layer,), n = r.model.cfg, r.layers, len(r.encoded)
-    refuse_over_cap(trace_numbers(n, cfg.d_model, cfg.d_head, len(r.heads)), settings.max_json_values,
-                    f"{len(r.heads)} heads at {n} tokens", "trace one head at a time or send a shorter text")
+    if encoding is TraceEncoding.json:
+        refuse_over_cap(trace_numbers(n, cfg.d_model, cfg.d_head, len(r.heads)), settings.max_json_values,
+                        f"{len(r.heads)} heads at {n} tokens",
+                        "trace one head at a time, send a shorter text or ask for ?encoding=f32")
     steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, gone=gone)
-    body = TraceResponse(
-        model=r.spec.id, tokens=r.tokens, layer=layer, d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_head,
-        heads=r.heads, scale=r.model.attention_scale(layer), steps=serialize.steps(steps),
-    )
-    return serialize.json_response(body)
+    fields = {"model": r.spec.id, "tokens": r.tokens, "layer": layer, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
+              "d_head": cfg.d_head, "heads": r.heads, "scale": r.model.attention_scale(layer)}
+    if encoding is TraceEncoding.f32:
+        return serialize.f32_trace_response({**fields, "tokens": [t.model_dump() for t in r.tokens]}, steps)
+    return serialize.json_response(TraceResponse(**fields, steps=serialize.steps(steps)))

@@ -125,6 +125,13 @@ class Encoding(StrEnum):
     u16 = "u16"
 
 
+class TraceEncoding(StrEnum):
+    """`json`: the JSON body. `f32`: a binary body of little-endian float32 arrays (layout in the description)."""
+
+    json = "json"
+    f32 = "f32"
+
+
 class ModelInfo(BaseModel):
     id: str
     name: str

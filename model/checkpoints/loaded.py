@@ -84,11 +84,13 @@ class LoadedModel:
         self.net.to(device)
         return self
 
-    def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None) -> torch.Tensor:
-        """Forward one tokenized input (with a what-if edit when given); returns the last hidden state (1, T, D)."""
+    def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None,
+            through: int | None = None) -> torch.Tensor:
+        """Forward one tokenized input (with a what-if edit when given); returns the last hidden state (1, T, D),
+        or with `through` block `through`'s output (the later blocks are not run)."""
         ids = torch.tensor([encoded.ids], device=self.device)  # (1, T)
         segments = torch.tensor([encoded.segments], device=self.device) if self.uses_segments else torch.zeros_like(ids)
-        hidden: torch.Tensor = self.net(ids, segments, trace=trace, edit=edit)  # (1, T, D)
+        hidden: torch.Tensor = self.net(ids, segments, trace=trace, edit=edit, through=through)  # (1, T, D)
         return hidden.cpu()
 
     def attention_maps(self, encoded: Encoded, compact: bool = False,
@@ -120,9 +122,10 @@ class LoadedModel:
         return AttentionMaps(tuple(trace.tensor(i, "softmax") for i in range(self.cfg.n_layers)))
 
     def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:
-        """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`."""
+        """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`. The layers
+        after it are not run."""
         trace = Trace(layers=[layer])
-        self.run(encoded, trace)
+        self.run(encoded, trace, through=layer)
         return select(trace[layer], heads)
 
     def attention_scale(self, layer: int) -> float:

@@ -102,10 +102,11 @@ class Transformer(nn.Module):
     @torch.inference_mode()
     def forward(
         self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None,
-        edit: Edit | None = None, padding: torch.Tensor | None = None,
+        edit: Edit | None = None, padding: torch.Tensor | None = None, through: int | None = None,
     ) -> torch.Tensor:
         """ids, segments: (B, T) int64 (segments: zeros when None; unused without token types). Records into
-        `trace` when one is given.
+        `trace` when one is given. `through`: run blocks 0…through only and return that block's output (no
+        final norm), for a trace that needs no later layer; None: every block.
 
         `edit` (model/nets/edit.py) changes heads of its layer; every later layer runs on the edited
         hidden state, and the layers before it are computed exactly as without an edit. Its indices are
@@ -127,10 +128,11 @@ class Transformer(nn.Module):
             padded = key_padding_mask(padding)  # (B, 1, 1, T)
             mask = padded if mask is None else mask + padded  # (B, 1, T, T)
         x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
-        for i, block in enumerate(self.blocks):
+        blocks = self.blocks if through is None else self.blocks[: through + 1]
+        for i, block in enumerate(blocks):
             x = block(x, mask=mask, record=trace.recorder(i) if trace is not None else None,
                       edit=edit if edit is not None and edit.layer == i else None)
-        return x if self.final_norm is None else self.final_norm(x)
+        return x if self.final_norm is None or through is not None else self.final_norm(x)
 
     def block(self, layer: int) -> Block:
         return cast(Block, self.blocks[layer])

@@ -5,13 +5,14 @@
 // figures/steps.js); without it the keys around the query are shown. Choices of sentence, layer,
 // head, query or window push history entries (Back works); the animation's step only replaces
 // the current entry. Indices the model or the sentence does not have fall back to 0.
-import { getTrace } from './api.js';
+import { getTraceCompact } from './api.js';
 import { tokenLabel } from './figures/axes.js';
 import { fromTrace, STEPS } from './figures/steps.js';
 import {
   $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, Lru, modelOf, range, setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
+import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
 import { createTokenPicker } from './views/token-picker.js';
 import { createWalkthrough } from './views/walkthrough.js';
 
@@ -60,7 +61,7 @@ function write(state) {
 const page = createPage({ path: '/steps', read, write, render });
 const status = createStatus();
 const guard = latestWins();
-const traces = new Lru(6); // a 512-token trace is ~46 MB of JSON: keep a few
+const traces = new Lru(6); // a 512-token trace holds 2.3 M numbers (9.2 MB as float32): keep a few
 const traceKey = (s) => JSON.stringify([s.text, s.pair, s.model, s.layer, s.head]);
 
 /** What is on screen: {state, trace, data}; every user choice starts from it. */
@@ -175,6 +176,7 @@ async function render(state) {
     els.intro.hidden = false;
     els.explorerLink.hidden = true;
     setTitle('page.steps');
+    preloadPlotly(); // ready for the first sentence
     return;
   }
   let trace;
@@ -184,9 +186,13 @@ async function render(state) {
     const key = traceKey(wanted);
     status.busy(!traces.has(key));
     status.info();
-    trace = await traces.load(key, () => getTrace({
+    const traced = traces.load(key, () => getTraceCompact({
       text: wanted.text, text_pair: wanted.pair, model: wanted.model, layer: wanted.layer, head: wanted.head,
     }));
+    // plotly.js is parsed while the server traces the layer (its request has gone out by now).
+    const plotly = loadPlotly();
+    trace = await traced;
+    await plotly;
     state = wanted;
   } catch (error) {
     if (guard.current(ticket)) status.error(error); // the last good result stays

@@ -65,6 +65,88 @@ def test_unknown_encoding_is_422(client):
     assert r.status_code == 422 and "encoding" in r.json()["detail"]
 
 
+def decode_f32_trace(body: bytes) -> tuple[dict, dict]:
+    """The client side of the documented f32 trace layout (README "The compact encoding"): the header and
+    its arrays as {step: array or {key: array}}."""
+    magic, size = struct.unpack_from("<4sI", body, 0)
+    assert magic == b"ATN1"
+    assert (8 + size) % 8 == 0
+    header = json.loads(body[8 : 8 + size])
+    assert header["dtype"] == "float32"
+    steps: dict = {}
+    offset = 8 + size
+    for entry in header["arrays"]:
+        count = int(np.prod(entry["shape"]))
+        values = np.frombuffer(body, dtype="<f4", count=count, offset=offset).reshape(entry["shape"])
+        offset += 4 * count
+        if entry["key"] is None:
+            steps[entry["step"]] = values
+        else:
+            steps.setdefault(entry["step"], {})[entry["key"]] = values
+    assert offset == len(body)  # nothing after the last array
+    return header, steps
+
+
+def from_json(numbers) -> np.ndarray:
+    """A JSON matrix as float64, null (hidden) as NaN."""
+    flat = [np.nan if v is None else v for v in np.array(numbers, dtype=object).ravel()]
+    return np.array(flat, dtype=np.float64).reshape(np.shape(numbers))
+
+
+def assert_same_numbers(ours: np.ndarray, numbers) -> None:
+    """ours (float32) equals the JSON numbers exactly; -inf exactly where JSON has null."""
+    ref = from_json(numbers)
+    hidden = np.isnan(ref)
+    assert ours.shape == ref.shape
+    assert np.array_equal(np.isneginf(ours), hidden)
+    assert np.array_equal(ours[~hidden].astype(np.float64), ref[~hidden])  # the very same float32 numbers
+
+
+@pytest.mark.parametrize("body", [
+    {"text": TEXT, "text_pair": "A second segment.", "layer": 3, "head": 7},
+    {"text": "Every head at once.", "layer": 0, "head": None},
+])
+def test_f32_trace_equals_the_json_trace_number_for_number(client, body):
+    js = client.post("/api/v1/trace", json=body).json()
+    r = post(client, "trace", "f32", **body)
+    assert r.headers["content-type"] == "application/octet-stream"
+    header, steps = decode_f32_trace(r.content)
+    assert {k: v for k, v in header.items() if k not in ("dtype", "arrays")} == {
+        k: v for k, v in js.items() if k != "steps"}
+    assert [(a["step"], a["key"]) for a in header["arrays"]] == [
+        (step, key) for step, value in js["steps"].items()
+        for key in (value if isinstance(value, dict) else [None])]
+    for step, value in js["steps"].items():
+        for key, numbers in (value.items() if isinstance(value, dict) else [(None, value)]):
+            assert_same_numbers(steps[step] if key is None else steps[step][key], numbers)
+
+
+def test_f32_trace_carries_the_causal_mask_as_minus_infinity(local_client):
+    body = {"text": "Hello world, attention is all you need.", "model": "tiny-gpt2", "layer": 1, "head": 0}
+    js = local_client.post("/api/v1/trace", json=body).json()
+    _, steps = decode_f32_trace(post(local_client, "trace", "f32", **body).content)
+    n = len(js["tokens"])
+    assert np.array_equal(np.isneginf(steps["mask"][0]), np.triu(np.ones((n, n), dtype=bool), 1))
+    assert_same_numbers(steps["mask"], js["steps"]["mask"])
+    assert_same_numbers(steps["softmax"], js["steps"]["softmax"])
+
+
+def test_f32_trace_has_no_json_cap_and_its_encodings_are_documented(client):
+    text = " ".join(["word"] * 200)  # every head at 202 tokens: 3.7 M numbers, over the JSON cap
+    refused = client.post("/api/v1/trace", json={"text": text, "layer": 1})
+    assert refused.status_code == 413 and "encoding=f32" in refused.json()["detail"]
+    header, steps = decode_f32_trace(post(client, "trace", "f32", text=text, layer=1).content)
+    assert header["heads"] == list(range(12)) and steps["softmax"].shape == (12, 202, 202)
+    assert client.post("/api/v1/trace?encoding=u16", json={"text": "x", "layer": 0}).status_code == 422
+    spec = client.get("/openapi.json").json()
+    (encoding,) = [p for p in spec["paths"]["/api/v1/trace"]["post"]["parameters"] if p["name"] == "encoding"]
+    assert "f32" in encoding["description"] and encoding["schema"]["default"] == "json"
+    schema = encoding["schema"]
+    if "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].split("/")[-1]]
+    assert schema["enum"] == ["json", "f32"]
+
+
 @pytest.mark.parametrize("n_words, size", [(150, 64), (100, 16), (20, 64)])
 def test_summary_is_the_max_of_each_block(client, n_words, size):
     text = " ".join(f"tok{i % 37}" for i in range(n_words))

@@ -1,12 +1,14 @@
-// The decoder of the compact u16 answers (static/js/compact.js) against bodies encoded here by hand from
+// The decoders of the compact answers (static/js/compact.js) against bodies encoded here by hand from
 // the documented layout (docs/encoding.md, app/serialize.py), all integers little-endian:
 //   bytes 0-3 "ATN1" | bytes 4-7 uint32 H | H bytes of UTF-8 JSON header, padded with spaces so the data
-//   starts at a multiple of 8 | uint16 values in row-major (layer, head, query, key) order; weight = value / scale.
+//   starts at a multiple of 8 | u16: uint16 values in row-major (layer, head, query, key) order,
+//   weight = value / scale | f32 (the trace): each array of header.arrays ({step, key, shape}) in turn,
+//   float32 values in row-major order, -inf where the JSON answer has null.
 import './browser-globals.js';
 import test from 'node:test';
 import assert from 'node:assert/strict';
 
-import { decodeU16, toRows } from '../../static/js/compact.js';
+import { decodeTraceF32, decodeU16, toRows } from '../../static/js/compact.js';
 
 const SCALE = 65535;
 
@@ -101,4 +103,108 @@ test('toRows turns a row-major map into an array of rows of plain numbers', () =
   assert.deepEqual(rows, [[1, 2, 3], [4, 5, 6]]);
   assert.ok(Array.isArray(rows[0]));
   assert.deepEqual(toRows(new Float32Array(6), 3, 2), [[0, 0], [0, 0], [0, 0]]);
+});
+
+// ---- the f32 trace ---------------------------------------------------------------
+
+/** The JSON answer's nested numbers flattened in row-major order, with their shape. */
+function flatten(numbers) {
+  const shape = [];
+  for (let level = numbers; Array.isArray(level); level = level[0]) shape.push(level.length);
+  return { shape, values: numbers.flat(shape.length) };
+}
+
+/** An f32 trace body as the server writes it (app/serialize.py f32_trace_response), from a JSON answer. */
+function encodeTrace(answer) {
+  const { steps, ...fields } = answer;
+  const arrays = [];
+  const chunks = [];
+  for (const [step, value] of Object.entries(steps)) {
+    const parts = Array.isArray(value) ? [[null, value]] : Object.entries(value);
+    for (const [key, numbers] of parts) {
+      const { shape, values } = flatten(numbers);
+      arrays.push({ step, key, shape });
+      chunks.push(values.map((v) => (v === null ? -Infinity : v)));
+    }
+  }
+  let head = new TextEncoder().encode(JSON.stringify({ ...fields, dtype: 'float32', arrays }));
+  head = new Uint8Array([...head, ...new Array((8 - ((8 + head.length) % 8)) % 8).fill(0x20)]);
+  const values = chunks.flat();
+  const buffer = new ArrayBuffer(8 + head.length + 4 * values.length);
+  const view = new DataView(buffer);
+  new Uint8Array(buffer).set(new TextEncoder().encode('ATN1'), 0);
+  view.setUint32(4, head.length, true);
+  new Uint8Array(buffer).set(head, 8);
+  values.forEach((v, i) => view.setFloat32(8 + head.length + 4 * i, v, true));
+  return buffer;
+}
+
+/** A small trace as /api/v1/trace answers in JSON: 3 tokens, d_model 4, one head of d_head 2, a hidden key. */
+function jsonTrace() {
+  const f = (seed, rows, cols) => Array.from({ length: rows }, (_, i) => Array.from({ length: cols },
+    (_, j) => Math.fround(Math.sin(seed * 7.1 + i * 3.3 + j) * 10 ** ((i + j) % 4 - 1)))); // float32 numbers, as the JSON's
+  const hidden = (m) => m.map((row, i) => row.map((v, j) => (j > i ? null : v)));
+  return {
+    model: 'minilm',
+    tokens: [{ text: '[CLS]', start: null, end: null, special: true, segment: 0 },
+      { text: '我', start: 0, end: 1, special: false, segment: 0 }, { text: '[SEP]', start: null, end: null, special: true, segment: 0 }],
+    layer: 2, d_model: 4, n_heads: 2, d_head: 2, heads: [1], scale: 0.7071067811865476,
+    steps: {
+      input: f(1, 3, 4),
+      project: { q: f(2, 3, 4), k: f(3, 3, 4), v: f(4, 3, 4) },
+      split: { q: [f(5, 3, 2)], k: [f(6, 3, 2)], v: [f(7, 3, 2)] },
+      scores: [f(8, 3, 3)],
+      scale: [f(9, 3, 3)],
+      mask: [hidden(f(9, 3, 3))],
+      softmax: [[[1, 0, 0], [Math.fround(0.25), Math.fround(0.75), 0], [Math.fround(0.1), Math.fround(0.2), Math.fround(0.7)]]],
+      weighted_sum: [f(10, 3, 2)],
+      concat: f(11, 3, 4),
+      output: f(12, 3, 4),
+    },
+  };
+}
+
+test('an f32 trace decodes to the JSON answer: every field, every step in order, the very same numbers', () => {
+  const answer = jsonTrace();
+  const decoded = decodeTraceF32(encodeTrace(answer));
+  assert.deepEqual(decoded, answer); // exact: the JSON's numbers are float32 numbers
+  assert.deepEqual(Object.keys(decoded.steps), Object.keys(answer.steps));
+  assert.ok(decoded.steps.input.every((row) => Array.isArray(row)), 'rows are plain arrays, as JSON.parse makes them');
+});
+
+test('-inf in an f32 trace is a hidden entry: null, as in the JSON answer', () => {
+  const decoded = decodeTraceF32(encodeTrace(jsonTrace()));
+  assert.deepEqual(decoded.steps.mask[0].map((row) => row.map((v) => v === null)),
+    [[false, true, true], [false, false, true], [false, false, false]]);
+  assert.equal(decoded.steps.scale[0][0][1], jsonTrace().steps.scale[0][0][1]); // the same entry, not hidden, before the mask
+});
+
+test('numbers that are not float32 come back rounded to float32, within half an ulp', () => {
+  const answer = jsonTrace();
+  answer.steps.input[0] = [0.1, -1 / 3, 123456.789, 1e-8];
+  const back = decodeTraceF32(encodeTrace(answer)).steps.input[0];
+  answer.steps.input[0].forEach((v, i) => {
+    assert.equal(back[i], Math.fround(v));
+    assert.ok(Math.abs(back[i] - v) <= Math.abs(v) * 2 ** -24);
+  });
+});
+
+test('a trace body of another dtype is refused', () => {
+  const buffer = encodeTrace(jsonTrace());
+  const size = new DataView(buffer).getUint32(4, true);
+  const head = new TextDecoder().decode(new Uint8Array(buffer, 8, size)).replace('"float32"', '"float16"');
+  new Uint8Array(buffer).set(new TextEncoder().encode(head), 8);
+  assert.throws(() => decodeTraceF32(buffer), /a trace of float16, not float32/);
+});
+
+test('each array of an f32 trace is made on its first read, then kept', () => {
+  const decoded = decodeTraceF32(encodeTrace(jsonTrace()));
+  const before = Object.getOwnPropertyDescriptor(decoded.steps, 'softmax');
+  assert.equal(typeof before.get, 'function', 'not made yet');
+  assert.ok(before.enumerable);
+  const first = decoded.steps.softmax;
+  assert.equal(decoded.steps.softmax, first, 'the same arrays on the next read');
+  assert.ok('value' in Object.getOwnPropertyDescriptor(decoded.steps, 'softmax'));
+  assert.equal(typeof Object.getOwnPropertyDescriptor(decoded.steps.project, 'k').get, 'function');
+  assert.deepEqual(decoded.steps.project.k, jsonTrace().steps.project.k);
 });

@@ -148,3 +148,19 @@ def test_trace_keeps_only_what_was_asked():
     assert set(trace[1]) == {"softmax"}
     with pytest.raises(ValueError, match="unknown steps"):
         Trace(steps=["sotfmax"])
+
+
+def test_a_forward_through_a_layer_records_what_the_whole_forward_records(minilm):
+    """trace_layer stops after the traced layer: its steps are those of a forward through every layer, and the
+    hidden state it stops at is the one the next layer's trace takes as its input."""
+    encoded = minilm.tokenizer.encode("Stopping early must not change a single number.")
+    whole = Trace(layers=[2, 3])
+    minilm.run(encoded, whole)
+    early = Trace(layers=[2])
+    hidden = minilm.run(encoded, early, through=2)
+    for step in STEPS:
+        ours, ref = early[2][step], whole[2][step]
+        pairs = [(ours[k], ref[k]) for k in ref] if isinstance(ref, dict) else [(ours, ref)]
+        assert all(torch.equal(a, b) for a, b in pairs), step
+    assert set(early.records) == {2}  # no later layer ran
+    assert torch.equal(hidden, whole[3]["input"])

@@ -172,11 +172,15 @@ export function matrixFigure({
   const colText = (j) => (colLabels ? colLabels[j] : undefined);
   const hidden = t('walk.word.hidden');
 
-  const rowsSaid = Array.from({ length: rows }, (_, i) => describe(rowName, rowOffset + i, rowLabels ? rowLabels[i] : undefined));
-  const colsSaid = Array.from({ length: cols }, (_, j) => describe(colName, colOffset + j, colText(j)));
-  const hover = z.map((row, i) =>
-    row.map((v, j) => escapeForPlotly(`${rowsSaid[i]} · ${colsSaid[j]}: ${v === null ? hidden : formatValue(v)}`)),
-  );
+  // Hover text "row · column: value", escaped part by part (escaping is per character, and a formatted
+  // value has nothing to escape): one escape per row and column instead of one per cell.
+  const rowsSaid = Array.from({ length: rows }, (_, i) => escapeForPlotly(`${describe(rowName, rowOffset + i, rowLabels ? rowLabels[i] : undefined)} · `));
+  const colsSaid = Array.from({ length: cols }, (_, j) => escapeForPlotly(`${describe(colName, colOffset + j, colText(j))}: `));
+  const hiddenSaid = escapeForPlotly(hidden);
+  const hover = z.map((row, i) => {
+    const said = rowsSaid[i];
+    return row.map((v, j) => said + colsSaid[j] + (v === null ? hiddenSaid : formatValue(v)));
+  });
   const writeNumbers = numbers === 'auto' ? rows <= NUMBERS_MAX && cols <= NUMBERS_MAX : Boolean(numbers);
 
   const signed = kind === 'signed';
@@ -222,6 +226,7 @@ export function matrixFigure({
     showticklabels: showRowLabels,
     tickfont: { size: rowFont },
     autorange: 'reversed', // the first row (query) at the top
+    ticklabeloverflow: 'allow', // the margins hold the labels: Plotly need not measure each one to hide it
     showgrid: false,
     zeroline: false,
     ticks: '',
@@ -232,6 +237,7 @@ export function matrixFigure({
     zeroline: false,
     ticks: '',
     fixedrange: true,
+    ticklabeloverflow: 'allow',
     tickfont: { size: 10 },
     range: [colOffset - 0.5, colOffset + cols - 0.5],
   };

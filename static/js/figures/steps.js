@@ -126,6 +126,18 @@ export function weightedRows(weights, matrix) {
 
 const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
 
+const hiddenCache = new WeakMap(); // a trace's matrix -> whether it holds a hidden entry
+
+/** Whether a matrix holds a hidden (null) entry; remembered for the trace's own matrices. */
+function hasHidden(matrix) {
+  let hidden = hiddenCache.get(matrix);
+  if (hidden === undefined) {
+    hidden = matrix.some((row) => row.some((v) => v === null));
+    hiddenCache.set(matrix, hidden);
+  }
+  return hidden;
+}
+
 /** M = masked − scaled: 0 where nothing was added, ALiBi's bias where it was, null (−∞) where hidden. */
 export function addedMask(scaled, masked) {
   return masked.map((row, i) => row.map((v, j) => (v === null ? null : v - scaled[i][j])));
@@ -598,9 +610,9 @@ function scaleStep(T, c) {
 function maskStep(T, c) {
   const scaled = T.steps.scale[c.slot];
   const masked = T.steps.mask[c.slot];
-  const hidden = masked.some((row) => row.some((v) => v === null));
-  const M = addedMask(scaled, masked); // ALiBi's bias where it is added, −∞ where hidden
-  const biased = M.some((row) => row.some((v) => v !== null && v !== 0));
+  const hidden = hasHidden(masked);
+  const biased = T.positions === 'alibi'; // the mask step adds ALiBi's bias as well
+  const M = addedMask(c.QK(scaled), c.QK(masked)); // the drawn window's: the bias, −∞ where hidden
   const range = signedRange(scaled);
   const cell = Math.max(8, Math.round(c.size.square * 0.8));
   // On a narrow stage: "scaled + M" on one line, "= masked" under them.
@@ -618,7 +630,7 @@ function maskStep(T, c) {
       plot('m', 'mask-matrix', t(biased ? 'walk.cap.maskBias' : hidden ? 'walk.cap.maskMatrix' : 'walk.cap.maskNone'),
         // "−∞" in the 9 px cell font is about 17 px wide in Chromium: from 22 px cells on, the grey between
         // two of them keeps them apart (16 px cells ran them together at 800 px).
-        squareMap(T, c, c.QK(M), {
+        squareMap(T, c, M, {
           range: biased ? signedRange(M) : 1, cellPx: cell, colorbar: false, highlights: [], maxColTicks: 40, fraction, minCell: 22,
         })),
       op('eq', '='),

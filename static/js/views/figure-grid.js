@@ -42,10 +42,13 @@ function panel(item) {
  * @param {HTMLElement} grid
  * @param {{columns: string, areas: string[], items: object[]}} spec
  * @param {Array<string|number>} [nameParts] what the figures show, for their file names
- * @returns {Promise<void>} resolves once every figure is drawn
+ * @param {{pause?: (() => Promise<boolean>)|null}} [options] pause: awaited before each figure (drawing in
+ *   the background, a figure at a time); it resolves false to stop drawing. Without it every figure is
+ *   drawn at once.
+ * @returns {Promise<boolean>} resolves once every figure is drawn (true), or false when pause stopped it
  */
-export async function drawGrid(grid, spec, nameParts = []) {
-  for (const gd of grid.querySelectorAll('.plot')) releaseFigure(gd);
+export async function drawGrid(grid, spec, nameParts = [], { pause = null } = {}) {
+  releaseGrid(grid);
   grid.style.gridTemplateColumns = spec.columns;
   grid.style.gridTemplateAreas = spec.areas.map((row) => `"${row}"`).join(' ');
   const plots = [];
@@ -57,5 +60,19 @@ export async function drawGrid(grid, spec, nameParts = []) {
   });
   grid.replaceChildren(...nodes);
   // In the document and laid out first, so that Plotly measures the real widths.
-  await Promise.all(plots.map(([plot, item]) => renderFigure(plot, item.figure, { filename: downloadName(item.key, ...nameParts), modeBar: false })));
+  const render = ([plot, item]) => renderFigure(plot, item.figure, { filename: downloadName(item.key, ...nameParts), modeBar: false });
+  if (!pause) {
+    await Promise.all(plots.map(render));
+    return true;
+  }
+  for (const plot of plots) {
+    if (!(await pause())) return false;
+    await render(plot);
+  }
+  return true;
+}
+
+/** Free the plots of a grid that is no longer shown. */
+export function releaseGrid(grid) {
+  for (const gd of grid.querySelectorAll('.plot')) releaseFigure(gd);
 }

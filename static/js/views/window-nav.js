@@ -20,6 +20,12 @@ export function createWindowNav(root, { onMove }) {
   const follow = root.querySelector('#window-follow');
   let shown = null; // {windows, overview, following}
   let bound = false;
+  let drawn = null; // the overview the thumbnail shows
+
+  /** Whether two overviews (figures/steps.js) draw the same thumbnail: same matrix, scale and windows. */
+  const sameWindow = (a, b) => (a === null ? b === null : b !== null && a.start === b.start && a.end === b.end);
+  const sameOverview = (a, b) => a !== null && b !== null && a.z === b.z && a.kind === b.kind && a.range === b.range
+    && a.query === b.query && sameWindow(a.rows, b.rows) && sameWindow(a.cols, b.cols);
 
   prev.addEventListener('click', () => shown && onMove({ keys: movedKeys(shown.windows, -1) }));
   next.addEventListener('click', () => shown && onMove({ keys: movedKeys(shown.windows, 1) }));
@@ -47,6 +53,7 @@ export function createWindowNav(root, { onMove }) {
     if (!windowed) {
       releaseFigure(thumb);
       bound = false;
+      drawn = null;
       return;
     }
     const { rows, keys } = windows;
@@ -60,7 +67,10 @@ export function createWindowNav(root, { onMove }) {
     follow.disabled = following;
     if (overview) {
       thumb.hidden = false;
-      await renderFigure(thumb, overviewFigure(overview), { modeBar: false });
+      if (!sameOverview(overview, drawn)) { // the next step often shows the same matrix (softmax, weighted sum)
+        drawn = overview;
+        await renderFigure(thumb, overviewFigure(overview), { modeBar: false });
+      }
       if (!bound) {
         thumb.on('plotly_click', onClick);
         bound = true;
