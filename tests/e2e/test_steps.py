@@ -341,7 +341,7 @@ def test_pages_carry_the_csp_and_the_nav(page: Page):
         assert response.status == 200
         assert response.headers["content-security-policy"] == CSP
         expect(page.locator(".site-nav a")).to_have_text(["Explorer", "Steps", "Compare", "Toy example", "Positions", "Iris", "Cost",
-                                                            "API docs"])
+                                                            "Learn", "API docs"])
         expect(page.locator('.site-nav a[aria-current="page"]')).to_have_text(current)
     expect(page.locator("#stage")).to_have_attribute("data-step", "input")  # /toy has drawn its example
 
