@@ -69,11 +69,12 @@ class LensLayer:
 def residual_streams(decoder: Transformer, ids: torch.Tensor) -> torch.Tensor:
     """The residual stream after the embeddings and after each block: (L + 1, B, T, D).
 
-    The blocks run as in Transformer.forward (causal mask, no trace, no edit); the final LayerNorm is not applied."""
+    The blocks run as in Transformer.forward (causal mask with its window, no trace, no edit); the final
+    LayerNorm is not applied."""
     t = ids.shape[1]
     if t > decoder.cfg.max_positions:
         raise ValueError(f"{t} tokens exceed the model's limit of {decoder.cfg.max_positions}")
-    mask = causal_mask(t).to(ids.device)  # (T, T)
+    mask = causal_mask(t, window=decoder.cfg.window).to(ids.device)  # (T, T)
     x: torch.Tensor = decoder.embeddings(ids, torch.zeros_like(ids))  # (B, T, D)
     streams = [x]
     for block in decoder.blocks:
