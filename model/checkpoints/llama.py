@@ -72,12 +72,13 @@ def _rope(raw: dict[str, Any], path: Path) -> tuple[float, RopeScaling | None]:
                               high_freq_factor=params.get("high_freq_factor", 4.0), original_max_positions=original)
 
 
-def _window(raw: dict[str, Any], path: Path, kind: str, n_layers: int) -> int | None:
-    """The sliding window of every layer (Mistral's sliding_window), or None; layers with and without one
-    (Qwen2's max_window_layers, layer_types) are refused."""
+def _window(raw: dict[str, Any], path: Path, kind: str, n_layers: int) -> tuple[int | None, tuple[int, ...] | None]:
+    """The sliding window and the layers that have it (None: every layer): Mistral's sliding_window in every
+    layer; Qwen2's and Qwen3's from layer_types, or from use_sliding_window and max_window_layers (the
+    layers from max_window_layers on)."""
     window = raw.get("sliding_window")
     if kind == "mistral":
-        return window
+        return window, None
     types = raw.get("layer_types")
     if types is None:
         on = bool(raw.get("use_sliding_window", False)) and window is not None
@@ -85,12 +86,13 @@ def _window(raw: dict[str, Any], path: Path, kind: str, n_layers: int) -> int | 
         types = ["sliding_attention" if on and i >= start else "full_attention" for i in range(n_layers)]
     if not isinstance(types, list) or len(types) != n_layers:
         raise checkpoint_error(path, f"layer_types {types!r} does not name one type per layer ({n_layers})")
-    sliding = {t == "sliding_attention" for t in types}
-    if sliding == {True}:
-        return window
-    if sliding == {False}:
-        return None
-    raise checkpoint_error(path, "layers with and without a sliding window (layer_types) are not supported")
+    unknown = sorted({str(t) for t in types} - {"sliding_attention", "full_attention"})
+    if unknown:
+        raise checkpoint_error(path, f"layer_types {unknown} are not supported; use full_attention, sliding_attention")
+    local = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
+    if not local or window is None:
+        return None, None
+    return window, None if len(local) == n_layers else local
 
 
 def _config(raw: dict[str, Any], path: Path, kind: str) -> NetConfig:
@@ -99,6 +101,7 @@ def _config(raw: dict[str, Any], path: Path, kind: str) -> NetConfig:
         raise checkpoint_error(path, f"hidden_act {activation!r} is not supported; use one of {', '.join(ACTIVATIONS)}")
     n_layers = setting(raw, path, "num_hidden_layers")
     n_heads = setting(raw, path, "num_attention_heads")
+    window, local_layers = _window(raw, path, kind, n_layers)
     try:
         theta, scaling = _rope(raw, path)
     except (ValueError, TypeError) as exc:
@@ -116,7 +119,7 @@ def _config(raw: dict[str, Any], path: Path, kind: str) -> NetConfig:
             n_heads=n_heads, n_kv_heads=raw.get("num_key_value_heads") or n_heads,
             d_ff=setting(raw, path, "intermediate_size"), max_positions=setting(raw, path, "max_position_embeddings"),
             type_vocab_size=0, layer_norm_eps=raw.get("rms_norm_eps", 1e-6), norm="rms", norm_place="pre",
-            causal=True, window=_window(raw, path, kind, n_layers), activation=activation, mlp="gated",
+            causal=True, window=window, local_layers=local_layers, activation=activation, mlp="gated",
             bias=False, **biases, positions="rope", rope_theta=theta, rope_scaling=scaling,
             head_dim=raw.get("head_dim") or None, qk_norm=kind == "qwen3", tied_head=tied, own_head=not tied,
         )

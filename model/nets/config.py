@@ -72,7 +72,8 @@ class NetConfig:
     (x / √(mean(x²) + eps) · w, no mean, no bias) in place of every LayerNorm. n_kv_heads G < n_heads:
     grouped-query attention (G = 1: multi-query). mlp "gated": down(act(gate(x)) ⊙ up(x)) (SwiGLU with
     activation "silu", GeGLU with a GELU) in place of out(act(in(x))). window: a causal query i sees
-    keys i − window + 1 .. i only. bias False: no linear layer has a bias; qkv_bias, output_bias and
+    keys i − window + 1 .. i only, in every layer or in the local_layers only (Qwen2's max_window_layers,
+    Gemma 2's alternating layers). bias False: no linear layer has a bias; qkv_bias, output_bias and
     mlp_bias (None: as `bias`) set the query/key/value projections', the attention output's and the MLP's
     apart (Qwen2: q/k/v biases only).
 
@@ -102,6 +103,7 @@ class NetConfig:
     n_kv_heads: int | None = None  # None: n_heads
     mlp: Literal["plain", "gated"] = "plain"
     window: int | None = None
+    local_layers: tuple[int, ...] | None = None  # the layers with the window; None: every layer
     bias: bool = True
     qkv_bias: bool | None = None  # None: bias
     output_bias: bool | None = None
@@ -144,6 +146,14 @@ class NetConfig:
                 raise ValueError(f"window must be a positive integer or None, got {self.window!r}")
             if not self.causal:
                 raise ValueError("a sliding window is a causal network's (causal True)")
+        if self.local_layers is not None:
+            layers = self.local_layers
+            if self.window is None:
+                raise ValueError("local_layers name the layers with a sliding window: set window too")
+            if (not isinstance(layers, tuple) or any(isinstance(i, bool) or not isinstance(i, int) for i in layers)
+                    or list(layers) != sorted(set(layers)) or not all(0 <= i < self.n_layers for i in layers)):
+                raise ValueError(f"local_layers must be a sorted tuple of distinct layers 0..{self.n_layers - 1}, "
+                                 f"got {layers!r}")
         if self.lm_head and self.norm_place != "pre":
             kind = "a tied LM head" if self.tied_head else "an LM head of its own"
             raise ValueError(f"{kind} reads the final LayerNorm of a pre-norm network (norm_place 'pre')")
@@ -170,6 +180,13 @@ class NetConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads if self.head_dim is None else self.head_dim
+
+    def layer_window(self, layer: int) -> int | None:
+        """The sliding window of layer `layer`: `window` for a local layer (every layer unless local_layers
+        names some), None for the others."""
+        if self.window is None or (self.local_layers is not None and layer not in self.local_layers):
+            return None
+        return self.window
 
     @property
     def lm_head(self) -> bool:

@@ -142,15 +142,30 @@ class Transformer(nn.Module):
         if edit is not None:
             edit.check(self.cfg.n_layers, self.cfg.n_heads, t)
         segments = torch.zeros_like(ids) if segments is None else segments
-        mask = causal_mask(t, window=self.cfg.window).to(ids.device) if self.cfg.causal else None  # (T, T)
-        if padding is not None:
-            padded = key_padding_mask(padding)  # (B, 1, 1, T)
-            mask = padded if mask is None else mask + padded  # (B, 1, T, T)
+        masks = self.layer_masks(t, ids.device, padding)
         x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
         for i, block in enumerate(self.blocks):
-            x = block(x, mask=mask, record=trace.recorder(i) if trace is not None else None,
+            x = block(x, mask=masks[i], record=trace.recorder(i) if trace is not None else None,
                       edit=edit if edit is not None and edit.layer == i else None)
         return x if self.final_norm is None else self.final_norm(x)
+
+    def layer_masks(self, t: int, device: torch.device, padding: torch.Tensor | None = None,
+                    ) -> list[torch.Tensor | None]:
+        """Each layer's additive mask for t tokens: None (an encoder without padding), the causal mask, with
+        the sliding window in a local layer (NetConfig.layer_window), plus the padding's keys hidden
+        ((B, 1, T, T) then). Layers with the same mask share one tensor."""
+        made: dict[int | None, torch.Tensor | None] = {}
+        padded = key_padding_mask(padding) if padding is not None else None  # (B, 1, 1, T)
+        masks = []
+        for layer in range(self.cfg.n_layers):
+            window = self.cfg.layer_window(layer)
+            if window not in made:
+                mask = causal_mask(t, window=window).to(device) if self.cfg.causal else None  # (T, T)
+                if padded is not None:
+                    mask = padded if mask is None else mask + padded  # (B, 1, T, T)
+                made[window] = mask
+            masks.append(made[window])
+        return masks
 
     def block(self, layer: int) -> Block:
         return cast(Block, self.blocks[layer])

@@ -243,10 +243,33 @@ def test_a_shape_that_does_not_fit_the_config_is_named(llama_dirs, tmp_path):
     assert "layers.0.self_attn.k_proj.weight has shape (32, 32)" in message
 
 
-def test_layers_with_and_without_a_window_are_refused(llama_dirs, tmp_path):
+def test_layers_with_and_without_a_window_equal_transformers(llama_dirs, tmp_path):
+    """Qwen2 with a sliding window of 3 in its second layer only (layer_types): each layer's maps as transformers'."""
     directory = broken_copy(llama_dirs["qwen2"], tmp_path)
-    edit_config(directory, layer_types=["full_attention", "sliding_attention"], sliding_window=4)
-    assert "layers with and without a sliding window" in refused(directory)
+    edit_config(directory, layer_types=["full_attention", "sliding_attention"], sliding_window=3,
+                use_sliding_window=True, max_window_layers=1)
+    model = load(directory)
+    assert (model.cfg.window, model.cfg.local_layers) == (3, (1,))
+    reference = (transformers.AutoTokenizer.from_pretrained(str(directory)),
+                 transformers.AutoModelForCausalLM.from_pretrained(str(directory), attn_implementation="eager",
+                                                                   dtype=torch.float32).eval())
+    _, ref_maps, out = hf_forward(reference, TEXTS["english"])
+    encoded = model.tokenizer.encode(TEXTS["english"])
+    maps = torch.stack(model.attention_maps(encoded).per_layer)  # (L, H, T, T)
+    assert (maps - ref_maps).abs().max().item() <= TOLERANCE
+    assert (model.run(encoded) - out.hidden_states[-1]).abs().max().item() <= TOLERANCE
+    n = len(encoded)
+    i, j = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
+    far = j <= i - 3  # keys the window hides
+    assert (maps[1][:, far] == 0).all() and (maps[0][:, far] > 0).all()
+    streams = residual_streams(model.decoder, torch.tensor([encoded.ids]))  # the lens runs the same masks
+    assert (model.decoder.final_norm(streams[-1]) - out.hidden_states[-1]).abs().max().item() <= TOLERANCE
+
+
+def test_an_unknown_layer_type_is_refused(llama_dirs, tmp_path):
+    directory = broken_copy(llama_dirs["qwen3"], tmp_path)
+    edit_config(directory, layer_types=["full_attention", "chunked_attention"])
+    assert "layer_types ['chunked_attention'] are not supported" in refused(directory)
 
 
 def test_an_unsupported_rope_type_is_refused(llama_dirs, tmp_path):
@@ -274,6 +297,8 @@ def test_an_untied_checkpoint_without_its_lm_head_is_refused(llama_dirs, tmp_pat
     ({"qk_norm": True}, "qk_norm"),
     ({"tied_head": True, "own_head": True}, "either tied"),
     ({"qkv_bias": 1}, "qkv_bias must be"),
+    ({"local_layers": (0,)}, "set window too"),
+    ({"window": 2, "local_layers": (1,)}, "local_layers must be"),
 ])
 def test_the_config_refuses_what_does_not_fit(changes, problem):
     base = {"vocab_size": 10, "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 8, "max_positions": 8,
