@@ -130,6 +130,19 @@ def test_a_perturbed_weight_breaks_the_comparison(llama_dirs):
     assert (model.run(encoded) - out.hidden_states[-1]).abs().max().item() > TOLERANCE
 
 
+@pytest.mark.parametrize("kind", ["mistral", "qwen3"])
+def test_batched_inputs_get_the_maps_they_get_alone(kind, llama_dirs):
+    """Right padding keeps every real token's RoPE position; the padding is hidden in windowed layers too."""
+    from model.checkpoints.batch import attention_maps
+    model = load(llama_dirs[kind])
+    encodings = [model.tokenizer.encode(text) for text in TEXTS.values()]
+    assert len({len(e) for e in encodings}) == len(encodings)  # lengths differ: the shorter ones are padded
+    batched = attention_maps(model, encodings, batch_size=3)
+    for encoded, maps in zip(encodings, batched, strict=True):
+        alone = torch.stack(model.attention_maps(encoded).per_layer)  # (L, H, T, T)
+        assert (maps - alone).abs().max().item() <= 1e-6
+
+
 def test_rope_half_equals_transformers_rotation():
     """rope_half against transformers' own apply_rotary_pos_emb and rotary embedding on random q and k."""
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
