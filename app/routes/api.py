@@ -159,5 +159,6 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> R
     body = TraceResponse(
         model=r.spec.id, tokens=r.tokens, layer=layer, d_model=cfg.d_model, n_heads=cfg.n_heads, d_head=cfg.d_head,
         heads=r.heads, scale=r.model.attention_scale(layer), steps=serialize.steps(steps),
+        kv_head=[h // (cfg.n_heads // cfg.kv_heads) for h in r.heads] if cfg.kv_heads < cfg.n_heads else None,
     )
-    return serialize.json_response(body)
+    return serialize.json_response(body, leave_out=() if body.kv_head is not None else ("kv_head",))

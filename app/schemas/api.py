@@ -181,6 +181,11 @@ class TraceResponse(BaseModel):
     n_heads: int
     d_head: int
     heads: list[int]
+    kv_head: list[int] | None = Field(
+        None, description="Only for grouped-query attention (n_kv_heads < n_heads in GET /api/v1/models; absent "
+                          "otherwise): the key-value head serving each of `heads`, h // (n_heads / n_kv_heads). "
+                          "`split.k` and `split.v` of a head are that key-value head's, shared with the other query "
+                          "heads it serves.")
     scale: float
     steps: TraceSteps
 

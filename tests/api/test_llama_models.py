@@ -96,6 +96,19 @@ def test_every_route_answers_for_a_llama_family_model(llama_client, model):
     assert not np.allclose(edited["attention"][1], plain["attention"][1])
 
 
+def test_the_trace_names_the_key_value_head_of_each_query_head(llama_client):
+    answer = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": "tiny-llama", "layer": 1}).json()
+    assert (answer["heads"], answer["kv_head"]) == ([0, 1, 2, 3], [0, 0, 1, 1])
+    k = np.array(answer["steps"]["split"]["k"], dtype=np.float64)  # (H, T, d_head)
+    assert np.array_equal(k[0], k[1]) and np.array_equal(k[2], k[3]) and not np.allclose(k[1], k[2])
+    one = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": "tiny-llama", "layer": 1,
+                                                   "head": 3}).json()
+    assert (one["heads"], one["kv_head"]) == ([3], [1])
+    assert np.array_equal(np.array(one["steps"]["split"]["k"], dtype=np.float64)[0], k[3])
+    minilm = llama_client.post("/api/v1/trace", json={"text": TEXT, "layer": 0, "head": 0}).json()
+    assert "kv_head" not in minilm  # multi-head attention: every query head has its own keys
+
+
 def test_a_learned_position_table_is_refused_for_rope(llama_client):
     answer = llama_client.get("/api/v1/positions", params={"kind": "learned", "model": "tiny-llama", "length": 8})
     assert answer.status_code == 422, answer.text
