@@ -290,6 +290,7 @@ class ModelHub:
                 ModelInfo(
                     id=mid, name=spec.name, architecture=spec.architecture,
                     n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model, d_head=cfg.d_head,
+                    n_kv_heads=cfg.kv_heads, positions=cfg.positions, window=cfg.window,
                     max_tokens=model.tokenizer.max_tokens, causal=spec.causal, pairs=spec.pairs,
                     lm_head=model.lm_head, local=spec.local, path=str(spec.locate()) if show_paths else None,
                     default=mid == self.default,

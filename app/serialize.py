@@ -183,9 +183,10 @@ def f32_trace_response(header: dict, record: dict[str, Any]) -> Response:
     return Response(b"".join([head, *values]), media_type=BINARY_MEDIA_TYPE)
 
 
-def json_response(body: BaseModel) -> Response:
-    """Serialize a response model with pydantic's JSON encoder (no second validation pass)."""
-    return Response(body.model_dump_json(), media_type="application/json")
+def json_response(body: BaseModel, leave_out: tuple[str, ...] = ()) -> Response:
+    """Serialize a response model with pydantic's JSON encoder (no second validation pass), without the
+    fields named in `leave_out` (fields a model of another kind does not have)."""
+    return Response(body.model_dump_json(exclude=set(leave_out) or None), media_type="application/json")
 
 
 def toy_answer(result: dict[str, Any]) -> ToyResponse:

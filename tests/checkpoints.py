@@ -6,6 +6,7 @@ transformers, serve a local model or run the CLI on one. Two layers x four heads
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import torch
@@ -116,3 +117,84 @@ def hub_cache(cache: Path, repo: str, source: Path, commit: str, refs: tuple[str
         (folder / "refs" / ref).parent.mkdir(parents=True, exist_ok=True)
         (folder / "refs" / ref).write_text(commit)  # the hub writes the hash without a newline
     return snapshot
+
+
+# ---- decoders of the Llama family ----
+# kind -> (config class, model_type's settings, tokenizer, how it is saved). Each tests a part of the family:
+# grouped-query attention with 2 and with 1 key-value heads, both RoPE scalings, Mistral's sliding window
+# (shorter than the test inputs), Qwen2's q/k/v biases, Qwen3's q/k norms and wider heads, tied and own LM
+# heads, a sharded and a bfloat16 checkpoint, byte-fallback (Llama, Mistral) and byte-level (SmolLM, Qwen)
+# tokenizers. Larger initial weights than training would use, so that the maps are far from uniform.
+LLAMA_KINDS = ("llama", "smollm", "mistral", "qwen2", "qwen3")
+LLAMA_SETTINGS: dict[str, dict] = {
+    "llama": {"config": "LlamaConfig", "hidden_size": 48, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "tie_word_embeddings": False, "rope_parameters": {
+                  "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                  "high_freq_factor": 4.0, "original_max_position_embeddings": 32}},
+    "smollm": {"config": "LlamaConfig", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 1,
+               "tie_word_embeddings": True, "rope_parameters": {"rope_type": "linear", "rope_theta": 1000.0,
+                                                                "factor": 2.0}},
+    "mistral": {"config": "MistralConfig", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "tie_word_embeddings": False, "sliding_window": 4},
+    "qwen2": {"config": "Qwen2Config", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "tie_word_embeddings": True, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}},
+    "qwen3": {"config": "Qwen3Config", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "head_dim": 16, "tie_word_embeddings": False},
+}
+LLAMA_TOKENIZER = {"llama": "fallback", "mistral": "fallback", "smollm": "gpt2", "qwen2": "qwen", "qwen3": "qwen"}
+LLAMA_SAVE = {"smollm": "sharded", "qwen2": "bf16"}  # the others: one float32 model.safetensors
+FALLBACK_SPECIALS = ["<unk>", "<s>", "</s>"]
+
+
+def make_fallback_tokenizer(directory: Path):
+    """A Llama tokenizer (byte-fallback BPE, "▁" for spaces) whose vocabulary holds the 256 byte tokens, trained
+    on SENTENCES: characters it never saw are spelt in bytes."""
+    transformers, tokenizers = _libraries()
+    raw = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    raw.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=True)
+    byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=420, special_tokens=FALLBACK_SPECIALS + byte_tokens,
+                                             show_progress=False)
+    raw.train_from_iterator(SENTENCES, trainer=trainer)
+    import json
+    model = json.loads(raw.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return transformers.LlamaTokenizer(vocab=model["vocab"], merges=merges, add_bos_token=True)
+
+
+def make_llama_tokenizer(kind: str, directory: Path):
+    transformers, _ = _libraries()
+    directory.mkdir(parents=True, exist_ok=True)
+    style = LLAMA_TOKENIZER[kind]
+    if style == "fallback":
+        return make_fallback_tokenizer(directory)
+    if style == "gpt2":
+        vocab, merges = _bpe(directory, ["<|endoftext|>"])
+        return transformers.GPT2TokenizerFast(vocab=vocab, merges=merges)
+    vocab, merges = _bpe(directory, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    return transformers.Qwen2Tokenizer(vocab=vocab, merges=merges)
+
+
+def make_llama_checkpoint(kind: str, directory: Path) -> Path:
+    """A tiny random decoder of the Llama family (LLAMA_SETTINGS[kind]) saved with its tokenizer."""
+    transformers, _ = _libraries()
+    torch.manual_seed(0)
+    tok = make_llama_tokenizer(kind, directory / "vocab-source")
+    settings = dict(LLAMA_SETTINGS[kind])
+    config_class = getattr(transformers, settings.pop("config"))
+    cfg = config_class(vocab_size=len(tok), num_hidden_layers=2, intermediate_size=56, max_position_embeddings=64,
+                       initializer_range=0.3, rms_norm_eps=1e-6, bos_token_id=0, eos_token_id=0, pad_token_id=0,
+                       **settings)
+    model_class = getattr(transformers, config_class.__name__.replace("Config", "ForCausalLM"))
+    model = model_class(cfg)
+    with torch.no_grad():  # norms and biases away from their initial 1 and 0, so that a misplaced one shows
+        for name, param in model.named_parameters():
+            if "norm" in name or name.endswith(".bias"):
+                param.add_(torch.randn_like(param) * 0.3)
+    save = LLAMA_SAVE.get(kind)
+    if save == "bf16":
+        model = model.to(torch.bfloat16)
+    model.save_pretrained(str(directory), max_shard_size="40KB" if save == "sharded" else "5GB")
+    tok.save_pretrained(str(directory))
+    shutil.rmtree(directory / "vocab-source")
+    return directory

@@ -27,6 +27,16 @@ def checkpoint_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     return {kind: make_checkpoint(kind, root / f"tiny-{kind}") for kind in KINDS}
 
 
+@pytest.fixture(scope="session")
+def llama_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """kind -> a small random decoder of the Llama family (tests/checkpoints.py LLAMA_KINDS), directories named
+    tiny-<kind>. Made once per session and worker; tests only read them."""
+    from tests.checkpoints import LLAMA_KINDS, make_llama_checkpoint
+
+    root = tmp_path_factory.mktemp("llama-checkpoints")
+    return {kind: make_llama_checkpoint(kind, root / f"tiny-{kind}") for kind in LLAMA_KINDS}
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     seed = config.getoption("hypothesis_seed", None)
     drawn = f"seed {seed}" if seed is not None else "a random seed (printed with any failure)"

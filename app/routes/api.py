@@ -180,6 +180,9 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
     steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, gone=gone)
     fields = {"model": r.spec.id, "tokens": r.tokens, "layer": layer, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
               "d_head": cfg.d_head, "heads": r.heads, "scale": r.model.attention_scale(layer)}
+    if cfg.kv_heads < cfg.n_heads:  # grouped-query attention: the key-value head serving each query head
+        fields["kv_head"] = [h // (cfg.n_heads // cfg.kv_heads) for h in r.heads]
     if encoding is TraceEncoding.f32:
         return serialize.f32_trace_response({**fields, "tokens": [t.model_dump() for t in r.tokens]}, steps)
-    return serialize.json_response(TraceResponse(**fields, steps=serialize.steps(steps)))
+    body = TraceResponse(**fields, steps=serialize.steps(steps))
+    return serialize.json_response(body, leave_out=() if body.kv_head is not None else ("kv_head",))

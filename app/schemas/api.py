@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -140,6 +140,13 @@ class ModelInfo(BaseModel):
     n_heads: int
     d_model: int
     d_head: int
+    n_kv_heads: int = Field(description="Key-value heads: n_heads for multi-head attention, fewer for grouped-query "
+                                        "attention (each serves n_heads / n_kv_heads query heads), 1 for multi-query.")
+    positions: Literal["learned", "rope", "alibi", "none"] = Field(
+        description="How the model knows positions: a learned table added to the embeddings (BERT, GPT-2), RoPE "
+                    "rotating each head's q and k (the Llama family), ALiBi, or none.")
+    window: int | None = Field(description="The sliding window: a query sees only itself and the window - 1 keys "
+                                           "before it (Mistral); null: no window.")
     max_tokens: int
     causal: bool = Field(description="Each token attends only to itself and the tokens before it (GPT-2).")
     pairs: bool = Field(description="Takes a second segment (text_pair).")
@@ -181,6 +188,11 @@ class TraceResponse(BaseModel):
     n_heads: int
     d_head: int
     heads: list[int]
+    kv_head: list[int] | None = Field(
+        None, description="Only for grouped-query attention (n_kv_heads < n_heads in GET /api/v1/models; absent "
+                          "otherwise): the key-value head serving each of `heads`, h // (n_heads / n_kv_heads). "
+                          "`split.k` and `split.v` of a head are that key-value head's, shared with the other query "
+                          "heads it serves.")
     scale: float
     steps: TraceSteps
 

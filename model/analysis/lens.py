@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import torch
 
 from model.errors import IndexOutOfRange, InputError
-from model.nets.attention import causal_mask
 from model.nets.transformer import Transformer
 
 DEFAULT_TOP_K = 5
@@ -69,14 +68,15 @@ class LensLayer:
 def residual_streams(decoder: Transformer, ids: torch.Tensor) -> torch.Tensor:
     """The residual stream after the embeddings and after each block: (L + 1, B, T, D).
 
-    The blocks run as in Transformer.forward (causal mask, no trace, no edit); the final LayerNorm is not applied."""
+    The blocks run as in Transformer.forward (causal mask with its window, no trace, no edit); the final
+    LayerNorm is not applied."""
     t = ids.shape[1]
     if t > decoder.cfg.max_positions:
         raise ValueError(f"{t} tokens exceed the model's limit of {decoder.cfg.max_positions}")
-    mask = causal_mask(t).to(ids.device)  # (T, T)
+    masks = decoder.layer_masks(t, ids.device)  # causal, with the window in the local layers
     x: torch.Tensor = decoder.embeddings(ids, torch.zeros_like(ids))  # (B, T, D)
     streams = [x]
-    for block in decoder.blocks:
+    for block, mask in zip(decoder.blocks, masks, strict=True):
         x = block(x, mask=mask)  # (B, T, D)
         streams.append(x)
     return torch.stack(streams)  # (L + 1, B, T, D)

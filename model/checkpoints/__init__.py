@@ -2,7 +2,8 @@
 local Hugging Face checkpoint directory alike, and returns the one loaded-model type, LoadedModel.
 
 config.json's model_type picks the family module: BERT, RoBERTa, DistilBERT and ELECTRA (`bert`) become
-post-LayerNorm Transformers, GPT-2 (`gpt2`) a causal pre-LayerNorm one (model/nets/). `files` reads
+post-LayerNorm Transformers, GPT-2 (`gpt2`) a causal pre-LayerNorm one, Llama, Mistral, Qwen2 and Qwen3
+(`llama`) causal pre-RMSNorm ones with RoPE (model/nets/). `files` reads
 the weights (model.safetensors, its sharded index, or pytorch_model.bin with weights_only) and builds the
 tokenizer; `registry` holds the known ids; `batch` runs several inputs in one padded forward. Nothing is
 fetched from a model hub and transformers is never imported.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoints import bert, gpt2, hfcache
+from model.checkpoints import bert, gpt2, hfcache, llama
 from model.checkpoints.files import SUPPORTED, Parts, checkpoint_error, read_config
 from model.checkpoints.loaded import LoadedModel, ModelSpec
 from model.checkpoints.registry import MODELS, local_id
@@ -49,6 +50,8 @@ def read_checkpoint(directory: Path | str) -> Parts:
         return bert.load(directory, raw)
     if kind in gpt2.ARCHITECTURES:
         return gpt2.load(directory, raw)
+    if kind in llama.ARCHITECTURES:
+        return llama.load(directory, raw)
     raise checkpoint_error(directory / "config.json", f"model_type {kind!r} is not supported")
 
 

@@ -58,7 +58,8 @@ class CheckpointEmbeddings(Embeddings):
         return torch.cumsum(real, dim=1) * real + self.padding_idx  # (B, T)
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
-        assert self.token_type is not None and self.norm is not None  # every family of this module has both
+        # every family of this module has all three
+        assert self.position is not None and self.token_type is not None and self.norm is not None
         x = self.word(ids) + self.position(self.positions(ids)) + self.token_type(segments)  # (B, T, E)
         out: torch.Tensor = self.norm(x)
         if self.project is not None:

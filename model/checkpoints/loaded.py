@@ -68,8 +68,8 @@ class LoadedModel:
 
     @property
     def lm_head(self) -> bool:
-        """Whether the model predicts next tokens (the logit lens needs it): a tied LM head."""
-        return self.net.cfg.tied_head
+        """Whether the model predicts next tokens (the logit lens needs it): a tied LM head or its own."""
+        return self.net.cfg.lm_head
 
     @property
     def decoder(self) -> Transformer:

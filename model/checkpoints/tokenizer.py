@@ -12,11 +12,18 @@ displays "我" and its two continuation bytes display "" (they add nothing to sh
 not repeated). So the displays of a segment's tokens, joined, are its text, every character once; a
 space the tokenizer inserted (add_prefix_space) is shown by no token. Every byte is in the vocabulary,
 so no byte-level token is `unknown`.
+
+Byte-fallback BPE (Llama 2, Mistral, TinyLlama: SentencePiece's layout): a token string is text with
+"▁" for each space ("▁world" is " world"), and a character outside the vocabulary is spelt by byte
+tokens "<0xE6>" "<0xB3>" "<0xA8>". These display as byte-level tokens do: the first byte token of a
+character displays the character and the others "", "▁world" displays " world", and the "▁" the
+tokenizer put before the text (its prepend scheme) is shown by no token.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +74,8 @@ def _byte_alphabet() -> dict[str, int]:
 
 
 BYTE_ALPHABET = _byte_alphabet()
+BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # a byte-fallback token: one byte
+METASPACE = "\u2581"  # "▁", SentencePiece's space
 
 
 def _byte_levels(step: object) -> list[dict[str, object]]:
@@ -89,9 +98,14 @@ class Tokenizer:
         model = self._raw.model
         self._prefix: str = getattr(model, "continuing_subword_prefix", None) or ""  # "##" for WordPiece
         self._normalizer = self._raw.normalizer  # lowercase + accent stripping for MiniLM; None: text as typed
-        levels = _byte_levels(json.loads(self._raw.to_str()).get("pre_tokenizer"))
-        self.byte_level = bool(levels)  # GPT-2, RoBERTa: token strings spell bytes
-        self._prefix_space = any(level.get("add_prefix_space") for level in levels)
+        spec = json.loads(self._raw.to_str())
+        levels = _byte_levels(spec.get("pre_tokenizer"))
+        self.byte_level = bool(levels)  # GPT-2, RoBERTa, Qwen: token strings spell bytes
+        # Llama 2, Mistral: text with "▁" for spaces, and <0xNN> tokens for the bytes of unknown characters
+        self.byte_fallback = not levels and bool((spec.get("model") or {}).get("byte_fallback"))
+        # a space the tokenizer puts before the text shows in no token (a byte-fallback text starts with one
+        # only if the tokenizer put it there, or the text does)
+        self._prefix_space = any(level.get("add_prefix_space") for level in levels) or self.byte_fallback
         self._added = set(self._raw.get_added_tokens_decoder())  # ids whose string is itself, not bytes
         self._unk: str | None = getattr(model, "unk_token", None)
 
@@ -123,7 +137,8 @@ class Tokenizer:
         if len(enc.ids) > self.max_tokens:
             raise TooManyTokens(len(enc.ids), self.max_tokens)
         texts = (text, pair)
-        shown = self._byte_displays(enc, texts) if self.byte_level else {}
+        by_bytes = self.byte_level or self.byte_fallback
+        shown = self._byte_displays(enc, texts) if by_bytes else {}
         tokens = []
         for index, (piece, (start, end), special, segment, sequence) in enumerate(zip(
             enc.tokens, enc.offsets, enc.special_tokens_mask, enc.type_ids, enc.sequence_ids, strict=True
@@ -132,7 +147,7 @@ class Tokenizer:
                 tokens.append(Token(piece, None, None, True, segment, display=piece, unknown=False))
                 continue
             source = (texts[sequence] or "")[start:end]
-            if self.byte_level:
+            if by_bytes:
                 unknown = piece == self._unk and source != piece
                 tokens.append(Token(piece, start, end, False, segment, display=shown[index], unknown=unknown))
                 continue
@@ -142,11 +157,15 @@ class Tokenizer:
         return Encoded(ids=list(enc.ids), segments=list(enc.type_ids), tokens=tokens)
 
     def _bytes_of(self, token_id: int, piece: str) -> bytes | None:
-        """The bytes a byte-level token stands for; None for the unknown token or a string outside the alphabet."""
+        """The bytes a byte-level or byte-fallback token stands for; None for the unknown token or a string
+        outside the alphabet."""
         if piece == self._unk:
             return None
         if token_id in self._added:
             return piece.encode("utf-8")  # "<mask>", "<|endoftext|>" as typed
+        if self.byte_fallback:
+            byte = BYTE_TOKEN.fullmatch(piece)
+            return bytes([int(byte.group(1), 16)]) if byte else piece.replace(METASPACE, " ").encode("utf-8")
         if not all(c in BYTE_ALPHABET for c in piece):
             return None
         return bytes(BYTE_ALPHABET[c] for c in piece)

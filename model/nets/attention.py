@@ -138,7 +138,10 @@ class MultiHeadAttention(nn.Module):
     AttentionLayer of the notes: W_q, W_k are d_model x H*d_keys, W_v d_model x H*d_values and
     W_o H*d_values x d_model. With n_kv_heads G < H (grouped-query attention; G = 1: multi-query) W_k
     and W_v make G heads only, each shared by H / G query heads (share_heads); the `split` step shows
-    every query head's keys and values. `bias` False: no projection has a bias. The scoring (`score`),
+    every query head's keys and values. `bias` False: no projection has a bias (`output_bias`, when given,
+    sets W_o's apart: Qwen2 has q/k/v biases and none on W_o). `qk_norm_eps`, when given, adds an RMSNorm
+    over each head's q and k (weights of d_keys, shared by the heads; Qwen3), applied right after the
+    split and before the rotation. The scoring (`score`),
     weighting (`weigh`) and an optional rotation of q and k after the split (`rotate`) are plain
     functions that model/lab/variants.py and model/nets/positions.py swap in; the defaults are scaled
     dot-product softmax attention.
@@ -147,6 +150,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(
         self, d_model: int, n_heads: int, scale: float | None = None,
         d_keys: int | None = None, d_values: int | None = None, n_kv_heads: int | None = None, bias: bool = True,
+        output_bias: bool | None = None, qk_norm_eps: float | None = None,
     ) -> None:
         super().__init__()
         if (d_keys is None or d_values is None) and d_model % n_heads:
@@ -163,7 +167,9 @@ class MultiHeadAttention(nn.Module):
         self.query = nn.Linear(d_model, n_heads * self.d_keys, bias=bias)
         self.key = nn.Linear(d_model, kv * self.d_keys, bias=bias)
         self.value = nn.Linear(d_model, kv * self.d_values, bias=bias)
-        self.output = nn.Linear(n_heads * self.d_values, d_model, bias=bias)
+        self.output = nn.Linear(n_heads * self.d_values, d_model, bias=bias if output_bias is None else output_bias)
+        self.query_norm = nn.RMSNorm(self.d_keys, eps=qk_norm_eps) if qk_norm_eps is not None else None
+        self.key_norm = nn.RMSNorm(self.d_keys, eps=qk_norm_eps) if qk_norm_eps is not None else None
         self.score: Score = attention_scores
         self.weigh: Weigh = softmax_rows
         self.rotate: Rotate | None = None
@@ -193,7 +199,10 @@ class MultiHeadAttention(nn.Module):
         v = project(values, self.value)  # (B, S, H*Dv)
         rec("project", {"q": q, "k": k, "v": v})
         qh = split_heads(q, self.n_heads)  # (B, H, T, Dk)
-        kh = share_heads(split_heads(k, self.n_kv_heads), self.n_heads)  # (B, H, S, Dk)
+        kg = split_heads(k, self.n_kv_heads)  # (B, G, S, Dk)
+        if self.query_norm is not None and self.key_norm is not None:
+            qh, kg = self.query_norm(qh), self.key_norm(kg)
+        kh = share_heads(kg, self.n_heads)  # (B, H, S, Dk)
         vh = share_heads(split_heads(v, self.n_kv_heads), self.n_heads)  # (B, H, S, Dv)
         if self.rotate is not None:
             qh, kh = self.rotate(qh), self.rotate(kh)

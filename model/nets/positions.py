@@ -1,11 +1,16 @@
 """Positional encodings as pure functions: sinusoidal, RoPE, ALiBi, and a model's learned table.
 
-Every table is float64. Shape letters as in model/__init__.py, plus L (positions, or queries)
+RoPE comes in two forms: `rope` rotates interleaved pairs (RoFormer's, which /toy shows), `rope_half`
+rotates x[i] with x[i + dim/2] (GPT-NeoX's and Llama's, which checkpoints of the Llama family use), with
+their base and scaling (`rope_inverse_frequencies`). Every table is float64, except the Llama form's
+frequencies and angles, which are float32 computed as transformers computes them, so that a checkpoint's
+numbers equal theirs. Shape letters as in model/__init__.py, plus L (positions, or queries)
 and S (keys) where a table relates two sequences.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,6 +19,7 @@ import torch
 from model.errors import RuleError
 
 if TYPE_CHECKING:
+    from model.nets.config import RopeScaling
     from model.nets.transformer import Transformer
 
 BASE = 10000.0  # the wavelength base of the sinusoidal table and of RoPE (Vaswani et al. 2017; Su et al. 2021)
@@ -84,6 +90,65 @@ def rope(x: torch.Tensor, offset: int = 0) -> torch.Tensor:
     return rotated.flatten(-2)  # (..., L, dim)
 
 
+def rope_inverse_frequencies(dim: int, theta: float = BASE, scaling: RopeScaling | None = None) -> torch.Tensor:
+    """The inverse frequencies (dim/2,) float32 of the Llama-family RoPE: θ^(−2i/dim), then scaled.
+
+    Computed step by step as transformers' rope init functions do (in float32). "linear" scaling divides
+    every frequency by the factor. "llama3" keeps the frequencies whose wavelength 2π/f is below
+    original_max_positions / high_freq_factor, divides by the factor those above original_max_positions /
+    low_freq_factor, and between the two mixes f/factor and f with the weight
+    s = (original_max_positions / wavelength − low_freq_factor) / (high_freq_factor − low_freq_factor):
+    (1 − s)·f/factor + s·f.
+    """
+    _check_positive(dim, "dim")
+    _check_even(dim, "dim", "RoPE")
+    inverse = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float32) / dim))  # (dim/2,)
+    if scaling is None:
+        return inverse
+    if scaling.kind == "linear":
+        return inverse / scaling.factor
+    original = scaling.original_max_positions
+    low_wavelength = original / scaling.low_freq_factor
+    high_wavelength = original / scaling.high_freq_factor
+    wavelength = 2 * math.pi / inverse  # (dim/2,)
+    stretched = torch.where(wavelength > low_wavelength, inverse / scaling.factor, inverse)  # (dim/2,)
+    smooth = (original / wavelength - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor)
+    smoothed = (1 - smooth) * stretched / scaling.factor + smooth * stretched  # (dim/2,)
+    medium = ~(wavelength < high_wavelength) * ~(wavelength > low_wavelength)  # (dim/2,) bool
+    return torch.where(medium, smoothed, stretched)  # (dim/2,)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) → (−x2, x1), x1 and x2 the first and second half of the last axis."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rope_half_tables(length: int, inverse: torch.Tensor, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin (length, dim) of the half-split form: angle p · f_i in columns i and i + dim/2, float32
+    as transformers computes them."""
+    p = torch.arange(offset, offset + length, dtype=torch.float32, device=inverse.device)  # (length,)
+    freqs = p[:, None] * inverse.to(torch.float32)[None, :]  # (length, dim/2)
+    angles = torch.cat((freqs, freqs), dim=-1)  # (length, dim)
+    return angles.cos(), angles.sin()
+
+
+def rope_half(x: torch.Tensor, inverse: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    """Rotate x (..., L, dim) by position, the half-split form (GPT-NeoX, Llama): the pair (x[i], x[i + dim/2])
+    of the row at position p = offset + row is rotated by the angle p · inverse[i]:
+    x · cos + rotate_half(x) · sin. `inverse`: (dim/2,), from rope_inverse_frequencies."""
+    if x.dim() < 2:
+        raise ValueError(f"x has {x.dim()} dimensions; RoPE needs (..., L, dim)")
+    length, dim = x.shape[-2], x.shape[-1]
+    _check_even(dim, "dim", "RoPE")
+    if inverse.shape != (dim // 2,):
+        raise ValueError(f"inverse has shape {tuple(inverse.shape)}; a width of {dim} needs ({dim // 2},)")
+    if length == 0:
+        return x.clone()
+    cos, sin = rope_half_tables(length, inverse.to(x.device), offset)  # (L, dim) each
+    return x * cos.to(x.dtype) + rotate_half(x) * sin.to(x.dtype)  # (..., L, dim)
+
+
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """ALiBi's per-head slopes (H,): m_h = 2^(−8(h+1)/H) (Press et al. 2022; H = 8 gives 1/2 … 1/256).
 
@@ -111,9 +176,14 @@ def learned_rows(net: Transformer) -> tuple[torch.Tensor, int]:
 
     The row is 0, except for RoBERTa, which counts positions from padding_idx + 1 (rows 0..padding_idx
     are never added to a real token). E is the embedding width: ELECTRA embeds narrower than d_model
-    and projects up after the embeddings. Works for every network's embeddings.
+    and projects up after the embeddings. A network without a learned table (RoPE: the Llama family)
+    raises PositionsError (loc "model").
     """
     embeddings = net.embeddings
+    if embeddings.position is None:
+        raise PositionsError("positions_learned_none", "model",
+                             f"this model has no learned position table (its positions are {net.cfg.positions}); "
+                             "ask for kind rope, or name a model with learned positions", positions=net.cfg.positions)
     padding = getattr(embeddings, "padding_idx", None)  # set for RoBERTa (model/checkpoints/bert.py)
     return embeddings.position.weight, 0 if padding is None else padding + 1
 
@@ -149,6 +219,7 @@ POSITION_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "positions_odd_d_model": (("d_model", "kind"), "an odd d_model for sinusoidal or rope (they pair dimensions)"),
     "positions_learned_length": (("length", "max_positions"), "learned: a length over the model's learned positions"),
     "positions_learned_d_model": (("d_model", "model_d_model"), "learned: a d_model other than the model's"),
+    "positions_learned_none": (("positions",), "learned: a model without a learned table (RoPE or none)"),
 }
 
 

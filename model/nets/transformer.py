@@ -4,9 +4,11 @@ What differs between families is in the config, not in subclasses: the norm (Lay
 where it sits (`post`: BERT's x = norm(x + sublayer(x)), with a norm on the embeddings; `pre`: GPT-2's
 x = x + sublayer(norm(x)), with a final norm), whether a query sees only the keys before it (`causal`,
 and a sliding `window`), query and key-value heads, the MLP (plain or gated) and its activation, biases,
-how the scores are scaled (1/√d_head, 1, or also 1/(layer + 1)), token-type embeddings, and a tied LM
-head (the word embeddings, read back by `unembed`). Every block runs the same
-MultiHeadAttention (model/nets/attention.py), one small function per step.
+how the scores are scaled (1/√d_head, 1, or also 1/(layer + 1)), token-type embeddings, the positions (a
+learned table added to the embeddings, or RoPE rotating every head's q and k: the attention's `rotate`
+hook), per-head q/k RMSNorm, and an LM head (the tied word embeddings or a matrix of its own, read back
+by `unembed`). Every block runs the same MultiHeadAttention (model/nets/attention.py), one small
+function per step.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from torch import nn
 
 from model.nets.attention import MultiHeadAttention, causal_mask, key_padding_mask
 from model.nets.config import ACTIVATIONS, NetConfig
+from model.nets.positions import rope_half, rope_inverse_frequencies
 from model.trace import LayerRecorder, Trace
 
 if TYPE_CHECKING:
@@ -32,18 +35,20 @@ def make_norm(cfg: NetConfig) -> nn.Module:
 
 
 class Embeddings(nn.Module):
-    """Word + learned position (+ token-type) embeddings; LayerNorm after them in a post-norm network."""
+    """Word + learned position (+ token-type) embeddings; LayerNorm after them in a post-norm network. No
+    position table unless the positions are learned (`position` None: RoPE or none)."""
 
     def __init__(self, cfg: NetConfig) -> None:
         super().__init__()
         self.word = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.position = nn.Embedding(cfg.max_positions, cfg.d_model)
+        self.position = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.positions == "learned" else None
         self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
         self.norm = make_norm(cfg) if cfg.norm_place == "post" else None
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
-        x = self.word(ids) + self.position(positions)  # (B, T, D)
+        x = self.word(ids)  # (B, T, D)
+        if self.position is not None:
+            x = x + self.position(torch.arange(ids.shape[1], device=ids.device))  # (B, T, D)
         if self.token_type is not None:
             x = x + self.token_type(segments)  # (B, T, D)
         out: torch.Tensor = x if self.norm is None else self.norm(x)
@@ -58,12 +63,15 @@ class Block(nn.Module):
         super().__init__()
         self.pre_norm = cfg.norm_place == "pre"
         self.attention_norm = make_norm(cfg)
+        qkv_bias, output_bias, mlp_bias = cfg.biases()
         self.attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, scale=cfg.attention_scale(layer),
-                                            n_kv_heads=cfg.kv_heads, bias=cfg.bias)
+                                            d_keys=cfg.d_head, d_values=cfg.d_head, n_kv_heads=cfg.kv_heads,
+                                            bias=qkv_bias, output_bias=output_bias,
+                                            qk_norm_eps=cfg.layer_norm_eps if cfg.qk_norm else None)
         self.ff_norm = make_norm(cfg)
-        self.ff_gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias) if cfg.mlp == "gated" else None
-        self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
-        self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        self.ff_gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=mlp_bias) if cfg.mlp == "gated" else None
+        self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff, bias=mlp_bias)
+        self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model, bias=mlp_bias)
         self.activation = ACTIVATIONS[cfg.activation]
 
     def mlp(self, x: torch.Tensor) -> torch.Tensor:
@@ -98,6 +106,18 @@ class Transformer(nn.Module):
         self.embeddings: Embeddings = Embeddings(cfg)  # a family may put a subclass here (model/checkpoints/bert.py)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.final_norm = make_norm(cfg) if cfg.norm_place == "pre" else None
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False) if cfg.own_head else None
+        if cfg.positions == "rope":
+            # float32 as transformers computes them; moves with the network (.to), never saved or loaded
+            self.register_buffer("rope_inverse", rope_inverse_frequencies(cfg.d_head, cfg.rope_theta,
+                                                                          cfg.rope_scaling), persistent=False)
+            for block in self.blocks:
+                cast(Block, block).attention.rotate = self.rotate
+
+    def rotate(self, x: torch.Tensor) -> torch.Tensor:
+        """RoPE (the half-split form) of one head stack (B, H, T, Dh): row t rotated for position t."""
+        inverse = cast(torch.Tensor, self.rope_inverse)
+        return rope_half(x, inverse)  # (B, H, T, Dh)
 
     @torch.inference_mode()
     def forward(
@@ -123,25 +143,41 @@ class Transformer(nn.Module):
         if edit is not None:
             edit.check(self.cfg.n_layers, self.cfg.n_heads, t)
         segments = torch.zeros_like(ids) if segments is None else segments
-        mask = causal_mask(t, window=self.cfg.window).to(ids.device) if self.cfg.causal else None  # (T, T)
-        if padding is not None:
-            padded = key_padding_mask(padding)  # (B, 1, 1, T)
-            mask = padded if mask is None else mask + padded  # (B, 1, T, T)
+        masks = self.layer_masks(t, ids.device, padding)
         x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
         blocks = self.blocks if through is None else self.blocks[: through + 1]
         for i, block in enumerate(blocks):
-            x = block(x, mask=mask, record=trace.recorder(i) if trace is not None else None,
+            x = block(x, mask=masks[i], record=trace.recorder(i) if trace is not None else None,
                       edit=edit if edit is not None and edit.layer == i else None)
         return x if self.final_norm is None or through is not None else self.final_norm(x)
+
+    def layer_masks(self, t: int, device: torch.device, padding: torch.Tensor | None = None,
+                    ) -> list[torch.Tensor | None]:
+        """Each layer's additive mask for t tokens: None (an encoder without padding), the causal mask, with
+        the sliding window in a local layer (NetConfig.layer_window), plus the padding's keys hidden
+        ((B, 1, T, T) then). Layers with the same mask share one tensor."""
+        made: dict[int | None, torch.Tensor | None] = {}
+        padded = key_padding_mask(padding) if padding is not None else None  # (B, 1, 1, T)
+        masks = []
+        for layer in range(self.cfg.n_layers):
+            window = self.cfg.layer_window(layer)
+            if window not in made:
+                mask = causal_mask(t, window=window).to(device) if self.cfg.causal else None  # (T, T)
+                if padded is not None:
+                    mask = padded if mask is None else mask + padded  # (B, 1, T, T)
+                made[window] = mask
+            masks.append(made[window])
+        return masks
 
     def block(self, layer: int) -> Block:
         return cast(Block, self.blocks[layer])
 
     def unembed(self, residual: torch.Tensor) -> torch.Tensor:
-        """Next-token logits of a residual stream (…, D): the final LayerNorm, then the tied word embeddings
-        (GPT-2's LM head); for the last layer's stream these are the network's own logits. Only for a
-        network with a tied LM head (NetConfig.tied_head)."""
-        if not self.cfg.tied_head or self.final_norm is None:
-            raise TypeError("this network has no tied LM head")
-        logits: torch.Tensor = self.final_norm(residual) @ self.embeddings.word.weight.T  # (…, V)
+        """Next-token logits of a residual stream (…, D): the final norm, then the LM head (the tied word
+        embeddings, GPT-2's, or its own lm_head matrix); for the last layer's stream these are the network's
+        own logits. Only for a network with an LM head (NetConfig.lm_head)."""
+        if not self.cfg.lm_head or self.final_norm is None:
+            raise TypeError("this network has no LM head")
+        head = self.embeddings.word.weight if self.lm_head is None else self.lm_head.weight  # (V, D)
+        logits: torch.Tensor = self.final_norm(residual) @ head.T  # (…, V)
         return logits

@@ -59,7 +59,9 @@ async function render(state) {
   let answers;
   try {
     const models = await loadModels();
-    const model = models.find((m) => m.default) || models[0];
+    // the learned table is the default model's, or the first served model's that has one (RoPE models have none)
+    const learnedTables = models.filter((m) => m.positions === 'learned');
+    const model = learnedTables.find((m) => m.default) || learnedTables[0] || models.find((m) => m.default) || models[0];
     const length = Math.min(state.length, model.max_tokens);
     answers = await Promise.all([
       table({ kind: 'sinusoidal', length: state.length, d_model: state.d_model }),

@@ -33,3 +33,15 @@ def test_a_chip_of_continuation_bytes_says_what_it_holds(page: Page, base_url: s
     }""")
     assert chip["text"] == "⋯"
     assert "character at 6–7" in chip["title"] and "token before" in chip["title"]
+
+
+def test_a_chip_of_the_inserted_space_alone_says_so(page: Page, base_url: str):
+    """Llama's "▁" before a first character spelt in bytes: a token of the space the tokenizer added."""
+    chip = run(page, base_url, """async () => {
+        const { fillChip } = await import('/static/js/views/tokens.js');
+        const token = { text: '\\u2581', display: '', start: 0, end: 1, special: false, segment: 0 };
+        const chip = fillChip(document.createElement('span'), token, 1);
+        return { text: chip.textContent, title: chip.title };
+    }""")
+    assert chip["text"] == "␣"
+    assert "a space the tokenizer put before the text" in chip["title"]

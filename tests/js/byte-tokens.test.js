@@ -5,7 +5,7 @@ import './browser-globals.js';
 import test from 'node:test';
 import assert from 'node:assert/strict';
 
-import { tokenLabel, visibleToken } from '../../static/js/figures/axes.js';
+import { insertedSpace, tokenLabel, visibleToken } from '../../static/js/figures/axes.js';
 import { hideSpecial, mergeWords, wordMatrix } from '../../static/js/figures/words.js';
 
 // The tokens as the tokenizers library gives them for a GPT-2 vocabulary that lacks "我": three one-byte
@@ -156,4 +156,19 @@ test('hideSpecial drops special rows and columns and renormalises what is left',
   assert.equal(out.length, 2);
   assert.ok(Math.abs(out[0][0] - 0.25) < 1e-12 && Math.abs(out[0][1] - 0.75) < 1e-12, String(out[0]));
   assert.deepEqual(out[1], [0, 0]);
+});
+
+// Llama's byte-fallback tokens for "你好" (model/checkpoints/tokenizer.py): the "▁" the tokenizer put before
+// the text is a token of its own (你 is spelt in bytes), shown as a space, not as more bytes of a character.
+test('a token of the inserted space alone shows ␣; continuation bytes still show ⋯', () => {
+  const tokens = [
+    { text: '<s>', display: '<s>', start: null, end: null, special: true, segment: 0 },
+    { text: '\u2581', display: '', start: 0, end: 1, special: false, segment: 0 },
+    { text: '<0xE4>', display: '你', start: 0, end: 1, special: false, segment: 0 },
+    { text: '<0xBD>', display: '', start: 0, end: 1, special: false, segment: 0 },
+    { text: '\u2581world', display: ' world', start: 2, end: 8, special: false, segment: 0 },
+  ];
+  assert.deepEqual(tokens.map((token) => insertedSpace(token)), [false, true, false, false, false]);
+  assert.deepEqual(tokens.map((token) => tokenLabel(token)), ['<s>', '␣', '你', '⋯', ' world']);
+  assert.equal(insertedSpace({ text: '\u0120', display: ' ', special: false }), false); // a typed space shows itself
 });

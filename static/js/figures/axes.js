@@ -50,8 +50,17 @@ export function labelMargin(labels) {
  * @param {{text: string, display?: string, unknown?: boolean}} token
  */
 export function tokenLabel(token) {
-  const shown = visibleToken(token.display ?? token.text);
+  const shown = insertedSpace(token) ? '␣' : visibleToken(token.display ?? token.text);
   return token.unknown ? `${shown}⟨UNK⟩` : shown;
+}
+
+/**
+ * A token that is nothing but the space a tokenizer put before a text that has none: its display is empty
+ * (the text has no such character) and its string is the space sign alone (Llama's "▁" before a first
+ * character spelt in bytes, GPT-2's "Ġ" with add_prefix_space). Shown as "␣", not as more bytes ("⋯").
+ */
+export function insertedSpace(token) {
+  return !token.special && token.display === '' && (token.text === '\u2581' || token.text === '\u0120');
 }
 
 const WHITESPACE_SIGNS = { ' ': '␣', '\n': '↵', '\r': '↵', '\t': '⇥' };

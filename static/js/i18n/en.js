@@ -53,6 +53,7 @@ export default {
   "tokens.describeSpecial": "token {index}, special token added by the tokenizer",
   "tokens.describeText": "token {index}, sentence {segment}, characters {start}–{end}",
   "tokens.describeBytes": "token {index}, sentence {segment}: more bytes of the character at {start}–{end}, which the token before shows",
+  "tokens.describeInsertedSpace": "token {index}, sentence {segment}: a space the tokenizer put before the text, which does not start with one",
   "tokens.describeUnknown": "token {index}, sentence {segment}, characters {start}–{end}: “{display}” is not in the model’s vocabulary; it sees {text}",
   "tokens.unknownNote": "{count} of these tokens are {unk}: this model’s vocabulary has no entry for those characters, so it sees them all as the same token. The chips show the characters each one stands for.",
   // ---- example sentences (model input: the packaged model reads English) and Swagger UI's button names ----

@@ -53,6 +53,7 @@ export default {
   "tokens.describeSpecial": "第 {index} 个词元，分词器添加的特殊词元",
   "tokens.describeText": "第 {index} 个词元，句子 {segment}，第 {start}–{end} 个字符",
   "tokens.describeBytes": "第 {index} 个词元，句子 {segment}：第 {start}–{end} 个字符的其余字节，该字符由前一个词元显示",
+  "tokens.describeInsertedSpace": "第 {index} 个词元，句子 {segment}：分词器在文本前加的空格（文本本身不以空格开头）",
   "tokens.describeUnknown": "第 {index} 个词元，句子 {segment}，第 {start}–{end} 个字符：“{display}”不在模型的词表中，模型看到的是 {text}",
   "tokens.unknownNote": "其中 {count} 个词元是 {unk}：这个模型的词表里没有这些字符，所以模型把它们都看成同一个词元。词元块上显示的是它们各自代表的原文字符。",
   // ---- example sentences (model input: the packaged model reads English) and Swagger UI's button names ----

@@ -1,5 +1,5 @@
 // Token chips. Token text only ever reaches the DOM through textContent.
-import { visibleToken } from '../figures/axes.js';
+import { insertedSpace, tokenLabel } from '../figures/axes.js';
 import { t } from '../i18n/index.js';
 
 /** The chip's tooltip: where the token comes from, and what the model sees when it does not know it. */
@@ -7,6 +7,7 @@ export function describeToken(token, index) {
   if (token.special) return t('tokens.describeSpecial', { index });
   const where = { index, segment: token.segment === 1 ? 'B' : 'A', start: token.start, end: token.end };
   if (token.unknown) return t('tokens.describeUnknown', { ...where, display: token.display, text: token.text });
+  if (insertedSpace(token)) return t('tokens.describeInsertedSpace', where);
   if (token.display === '') return t('tokens.describeBytes', where);
   return t('tokens.describeText', where);
 }
@@ -21,7 +22,7 @@ export function fillChip(chip, token, index) {
   if (token.segment === 1) chip.classList.add('chip-segment-1');
   if (token.special) chip.classList.add('chip-special');
   const text = document.createElement('span');
-  text.textContent = visibleToken(token.display ?? token.text);
+  text.textContent = tokenLabel({ ...token, unknown: false }); // the ⟨UNK⟩ mark is a span of its own
   chip.replaceChildren(text);
   if (token.unknown) {
     chip.classList.add('chip-unknown');

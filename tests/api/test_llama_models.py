@@ -1,0 +1,116 @@
+"""Decoders of the Llama family served from their directories (as `attnscope serve --model DIR`): the model
+list's new fields, and every model route, with the maps and the lens equal to transformers'."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+
+transformers = pytest.importorskip("transformers")
+
+TEXT = "Hello world, attention is all you need."
+SERVED = ("llama", "mistral", "qwen3")  # GQA with llama3 RoPE, a sliding window, q/k norms
+
+
+@pytest.fixture(scope="module")
+def llama_client(llama_dirs):
+    settings = Settings(allowed_hosts=["testserver"], model_paths=[llama_dirs[kind] for kind in SERVED])
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def reference(llama_dirs):
+    directory = str(llama_dirs["mistral"])
+    tok = transformers.AutoTokenizer.from_pretrained(directory)
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory, attn_implementation="eager",
+                                                              dtype=torch.float32)
+    return tok, model.eval()
+
+
+def test_the_model_list_says_heads_positions_window_and_lm_head(llama_client):
+    models = {m["id"]: m for m in llama_client.get("/api/v1/models").json()["models"]}
+    assert set(models) == {"minilm", "tiny-llama", "tiny-mistral", "tiny-qwen3"}
+    facts = {mid: (m["architecture"], m["n_heads"], m["n_kv_heads"], m["positions"], m["window"], m["lm_head"],
+                   m["d_head"], m["causal"], m["pairs"]) for mid, m in models.items()}
+    assert facts == {
+        "minilm": ("bert", 12, 12, "learned", None, False, 32, False, True),
+        "tiny-llama": ("llama", 4, 2, "rope", None, True, 12, True, False),
+        "tiny-mistral": ("mistral", 4, 2, "rope", 4, True, 8, True, False),
+        "tiny-qwen3": ("qwen3", 4, 2, "rope", None, True, 16, True, False),
+    }
+
+
+def test_maps_over_http_equal_transformers(llama_client, reference):
+    tok, model = reference
+    batch = tok(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**batch, output_attentions=True)
+    ref = np.stack([a[0].numpy() for a in out.attentions])  # (L, H, T, T)
+    answer = llama_client.post("/api/v1/attention", json={"text": TEXT, "model": "tiny-mistral"}).json()
+    assert [t["text"] for t in answer["tokens"]] == tok.convert_ids_to_tokens(batch["input_ids"][0].tolist())
+    assert "".join(t["display"] for t in answer["tokens"] if not t["special"]) == TEXT
+    maps = np.array(answer["attention"], dtype=np.float32)
+    assert maps.shape == ref.shape
+    assert np.abs(maps - ref).max() <= 1e-5
+    n = ref.shape[-1]
+    i, j = np.indices((n, n))
+    assert (maps[..., (j > i) | (j <= i - 4)] == 0).all()  # the causal mask and the window of 4
+
+
+def test_the_lens_reads_the_own_lm_head(llama_client, reference, llama_dirs):
+    tok, model = reference
+    ids = tok(TEXT)["input_ids"]
+    with torch.no_grad():
+        states = model(torch.tensor([ids]), output_hidden_states=True).hidden_states
+        logits = [model.lm_head(model.model.norm(h[0, -1])) for h in states[:-1]] + [model.lm_head(states[-1][0, -1])]
+    answer = llama_client.post("/api/v1/lens", json={"text": TEXT, "model": "tiny-mistral", "top_k": 3})
+    assert answer.status_code == 200, answer.text
+    layers = answer.json()["layers"]
+    assert [layer["layer"] for layer in layers] == ["embeddings", 0, 1]
+    for layer, row in zip(layers, logits, strict=True):
+        top = torch.softmax(row, -1).topk(3)
+        assert [p["id"] for p in layer["predictions"]] == top.indices.tolist()
+        assert np.allclose([p["probability"] for p in layer["predictions"]], top.values.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("model", ["tiny-llama", "tiny-mistral", "tiny-qwen3"])
+def test_every_route_answers_for_a_llama_family_model(llama_client, model):
+    for route, extra in [("/api/v1/attention/summary", {}), ("/api/v1/aggregate", {"kind": "rollout"}),
+                         ("/api/v1/metrics", {}), ("/api/v1/contributions", {"layers": [1], "heads": [0]}),
+                         ("/api/v1/trace", {"layer": 1}), ("/api/v1/lens", {})]:
+        answer = llama_client.post(route, json={"text": TEXT, "model": model} | extra)
+        assert answer.status_code == 200, (route, answer.text)
+    trace = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": model, "layer": 0}).json()
+    softmax = np.array(trace["steps"]["softmax"], dtype=np.float64)  # (H, T, T)
+    assert softmax.shape[0] == 4 and np.allclose(softmax.sum(-1), 1.0, atol=1e-5)
+    edited = llama_client.post("/api/v1/attention", json={
+        "text": TEXT, "model": model, "edit": {"layer": 0, "heads": [1], "ablate": True}}).json()
+    plain = llama_client.post("/api/v1/attention", json={"text": TEXT, "model": model}).json()
+    assert np.allclose(edited["attention"][0], plain["attention"][0])
+    assert not np.allclose(edited["attention"][1], plain["attention"][1])
+
+
+def test_the_trace_names_the_key_value_head_of_each_query_head(llama_client):
+    answer = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": "tiny-llama", "layer": 1}).json()
+    assert (answer["heads"], answer["kv_head"]) == ([0, 1, 2, 3], [0, 0, 1, 1])
+    k = np.array(answer["steps"]["split"]["k"], dtype=np.float64)  # (H, T, d_head)
+    assert np.array_equal(k[0], k[1]) and np.array_equal(k[2], k[3]) and not np.allclose(k[1], k[2])
+    one = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": "tiny-llama", "layer": 1,
+                                                   "head": 3}).json()
+    assert (one["heads"], one["kv_head"]) == ([3], [1])
+    assert np.array_equal(np.array(one["steps"]["split"]["k"], dtype=np.float64)[0], k[3])
+    minilm = llama_client.post("/api/v1/trace", json={"text": TEXT, "layer": 0, "head": 0}).json()
+    assert "kv_head" not in minilm  # multi-head attention: every query head has its own keys
+
+
+def test_a_learned_position_table_is_refused_for_rope(llama_client):
+    answer = llama_client.get("/api/v1/positions", params={"kind": "learned", "model": "tiny-llama", "length": 8})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["errors"][0]
+    assert (error["type"], error["loc"][-1], error["ctx"]) == ("positions_learned_none", "model", {"positions": "rope"})
