@@ -227,9 +227,9 @@ def test_focusing_a_token_highlights_its_row_and_column(page: Page, api, n_token
 def test_zooming_into_512_tokens_labels_every_token_in_view(page: Page, api):
     text = text_of(512)
     tokens = [token["text"] for token in post(api, "/api/v1/attention", {"text": text, "layers": [0], "heads": [0]})["tokens"]]
+    page.set_viewport_size({"width": 1920, "height": 1080})  # before the page draws: no redraw for a resize
     page.goto(link(text, layer=0, head=0))
     wait_title(page, "Layer 0 · Head 0")
-    page.set_viewport_size({"width": 1920, "height": 1080})
     overview = page.evaluate("() => { const x = document.getElementById('heatmap').layout.xaxis; return [x.tickvals, x.ticktext]; }")
     assert len(overview[0]) < 512  # thinned out when the whole input is in view
     # a thinned axis names each label's position with its token, so that it reads as places in the text

@@ -187,7 +187,8 @@ def url(path: str, **query) -> str:
 
 
 def assert_ticks(page: Page, selector: str, axis: str, labels: list[str]) -> None:
-    """The tick labels Plotly drew are the literal labels at the figure's tickvals."""
+    """The tick labels Plotly drew are the literal labels at the figure's tickvals; where the explorer's map
+    leaves some token unlabelled (a long input), each label names the token's position too ("37 animal")."""
     drawn = page.evaluate(
         """([selector, axis]) => { const gd = document.querySelector(selector);
              return {vals: gd.layout[axis + 'axis'].tickvals,
@@ -195,7 +196,9 @@ def assert_ticks(page: Page, selector: str, axis: str, labels: list[str]) -> Non
         [selector, axis],
     )
     assert drawn["vals"], f"{selector} has no {axis} ticks"
-    assert Counter(drawn["texts"]) == Counter(labels[v] for v in drawn["vals"])
+    plain = Counter(labels[v] for v in drawn["vals"])
+    positioned = Counter(f"{v} {labels[v]}" for v in drawn["vals"])
+    assert Counter(drawn["texts"]) in (plain, positioned)
 
 
 def hover_cell(page: Page, selector: str, query: int, key: int) -> None:
@@ -267,7 +270,8 @@ def assert_png_export(page: Page, labels: list[str]) -> None:
             if name.rsplit("}", 1)[-1] == "href":
                 assert value.startswith("data:image/"), value
     texts = ["".join(element.itertext()) for element in root.iter() if element.tag.rsplit("}", 1)[-1] == "text"]
-    assert set(labels[1:4]) <= set(texts)  # the first tokens' labels, literally
+    positioned = {f"{i} {label}" for i, label in enumerate(labels)}  # a thinned axis names positions too
+    assert set(labels[1:4]) <= set(texts) or len(positioned & set(texts)) >= 3  # the tokens' labels, literally
 
 
 def explorer_link(page: Page, api, payload: str) -> None:

@@ -45,7 +45,10 @@ DOCUMENTED_RULES = {
                                     "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape", "toy_weight_widths",
                                     "toy_head_width", "toy_straight_through", "toy_additive_variant",
                                     "toy_additive_shape", "toy_additive_width", "toy_hidden_key", "toy_sinusoidal_odd",
-                                    "toy_rope_odd", "toy_upstream_shape")},
+                                    "toy_rope_odd", "toy_upstream_shape", "toy_linear_alibi")},
+    # /flash's own (model/errors.py FLASH_RULES): a head the layer lacks, an upstream not the head's output shape
+    "flash_head": (422, "out of range; this layer has heads"),
+    "flash_upstream_shape": (422, "one row per query"),
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
     # an /attention edit's hidden key beyond the input's tokens (model/nets/edit.py EDIT_RULES)
     "edit_hidden_key": (422, "out of range; this input has tokens"),
@@ -119,7 +122,7 @@ def api_schema(fuzz_server):
 # fuzzed with valid and with invalid data; those without inputs have no invalid data to send.
 OPERATIONS = [
     ("GET", "/api/v1/models"), ("POST", "/api/v1/attention"), ("POST", "/api/v1/attention/summary"),
-    ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("POST", "/api/v1/toy/backward"),
+    ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("POST", "/api/v1/toy/backward"), ("POST", "/api/v1/flash"),
     ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
     ("POST", "/api/v1/lens"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
