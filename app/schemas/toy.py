@@ -234,41 +234,38 @@ class FlashRequest(ToyLayerRequest):
         None, description="backward: dL/d the head's output, L x d_values; default all ones.")
 
 
-class FlashTile(BaseModel):
+class FlashTilePlace(BaseModel):
+    """Where a tile sits: its query block and key block, and their index ranges."""
+
     row_block: int
     col_block: int
     rows: list[int] = Field(description="[i0, i1): the tile's query rows, i1 exclusive.")
     cols: list[int] = Field(description="[j0, j1): the tile's keys, j1 exclusive.")
+    skipped: bool = Field(description="Every score of the tile is hidden: nothing changes (FlashAttention skips it).")
+
+
+class FlashTile(FlashTilePlace):
     scores: MaskedMatrix = Field(description="Br x Bc: q·kᵀ × scale, masked; hidden entries are null (−∞).")
     m: list[float | None] = Field(description="Br: the running row maximum after this tile; null (−∞) while a "
                                   "row has seen no visible key.")
     l: list[float] = Field(description="Br: the running Σ exp(score − m) after this tile.")  # noqa: E741 (ℓ)
     o: Matrix = Field(description="Br x d_values: the running output after this tile, not yet divided by l.")
-    skipped: bool = Field(description="Every score of the tile is hidden: nothing changes (FlashAttention skips it).")
 
 
-class FlashBackwardTile(BaseModel):
-    row_block: int
-    col_block: int
-    rows: list[int]
-    cols: list[int]
+class FlashBackwardTile(FlashTilePlace):
     p: Matrix = Field(description="Br x Bc: the weights recomputed from the scores, m and l.")
     ds: Matrix = Field(description="Br x Bc: the scores' gradient P ⊙ (dP − D).")
-    skipped: bool
 
 
 class FlashGradients(BaseModel):
-    dq: Matrix
-    dk: Matrix
-    dv: Matrix
-
-
-class FlashBackward(BaseModel):
-    upstream: Matrix = Field(description="dO used (L x d_values).")
-    tiles: list[FlashBackwardTile]
     dq: Matrix = Field(description="L x d_keys.")
     dk: Matrix = Field(description="S x d_keys.")
     dv: Matrix = Field(description="S x d_values.")
+
+
+class FlashBackward(FlashGradients):
+    upstream: Matrix = Field(description="dO used (L x d_values).")
+    tiles: list[FlashBackwardTile]
     reference: FlashGradients = Field(description="torch.autograd through softmax attention written out.")
     max_abs_diff: float
 
