@@ -12,6 +12,7 @@ from typing import Annotated, Generic, TypeVar, cast
 import anyio
 from fastapi import Body, Depends, Request
 
+from model.analysis.lens import NoLMHead
 from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.registry import ModelSpec
 from model.checkpoints.tokenizer import Encoded
@@ -92,6 +93,24 @@ def resolved(kind: type[R]) -> Callable[..., Awaitable[Resolved[R]]]:
     async def dependency(req: Annotated[kind, Body(openapi_examples=openapi_examples(kind))],  # type: ignore[valid-type]
                          hub: Hub) -> Resolved[R]:
         return resolve(hub, req)
+
+    return dependency
+
+
+def resolved_with_lm_head(kind: type[R], need: str) -> Callable[..., Awaitable[Resolved[R]]]:
+    """As `resolved`, for a route that needs an LM head (`need` names what for): a null model is the first
+    model with one; a model without one is refused (422 no_lm_head, naming the models that have one)."""
+
+    async def dependency(req: Annotated[kind, Body(openapi_examples=openapi_examples(kind))],  # type: ignore[valid-type]
+                         hub: Hub) -> Resolved[R]:
+        text: R = req
+        with_head = [mid for mid, model in hub.loaded.items() if model.lm_head]
+        if text.model is None and with_head:
+            text = text.model_copy(update={"model": with_head[0]})
+        spec, model = hub.get(text.model)
+        if not model.lm_head:
+            raise NoLMHead(spec.id, with_head, need)
+        return resolve(hub, text)
 
     return dependency
 

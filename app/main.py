@@ -16,7 +16,7 @@ from .hub import ModelHub, StartupError
 from .jobs import JobRegistry
 from .memory import return_large_buffers_to_the_os
 from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
-from .routes import analysis, api, iris, lab, pages, service, toy
+from .routes import analysis, api, generate, iris, lab, pages, service, toy
 from .settings import STATIC_DIR, Settings
 
 
@@ -51,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api.router)
     app.include_router(toy.router)
     app.include_router(analysis.router)
+    app.include_router(generate.router)
     app.include_router(lab.router)
     app.include_router(iris.router)
     app.include_router(service.router)  # before the /static mount: it serves /static/vendor/plotly.min.js

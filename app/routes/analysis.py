@@ -10,14 +10,13 @@ app/deps.py).
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Response
+from fastapi import APIRouter, Depends, Response
 
 from model.analysis import heads, lens, study
 
 from .. import serialize
-from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolve, resolved
+from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolved, resolved_with_lm_head
 from ..errors import refuse_over_cap
-from ..hub import ModelHub
 from ..schemas.analysis import (
     AggregateRequest,
     AggregateResponse,
@@ -28,7 +27,7 @@ from ..schemas.analysis import (
     MetricsRequest,
     MetricsResponse,
 )
-from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
+from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL
 from .api import MODEL_RULES
 
 router = APIRouter(
@@ -120,24 +119,7 @@ def contributions(r: ContributionsInput, hub: Hub, settings: SettingsDep, gone: 
 
 # ---- /lens ----
 
-def _lens_models(hub: ModelHub) -> list[str]:
-    """The ids of the models with an LM head, in the model list's order."""
-    return [mid for mid, model in hub.loaded.items() if model.lm_head]
-
-
-async def _lens_input(req: Annotated[LensRequest, Body(openapi_examples=openapi_examples(LensRequest))],
-                      hub: Hub) -> Resolved[LensRequest]:
-    """The model first (null: the first with an LM head; one without: 422 no_lm_head), then as every route."""
-    with_head = _lens_models(hub)
-    if req.model is None and with_head:
-        req = req.model_copy(update={"model": with_head[0]})
-    spec, model = hub.get(req.model)
-    if not model.lm_head:
-        raise lens.NoLMHead(spec.id, with_head)
-    return resolve(hub, req)
-
-
-LensInput = Annotated[Resolved[LensRequest], Depends(_lens_input)]
+LensInput = Annotated[Resolved[LensRequest], Depends(resolved_with_lm_head(LensRequest, "the logit lens"))]
 
 
 @router.post(

@@ -22,14 +22,15 @@ EMBEDDINGS = "embeddings"  # the layer name of the stream before the first block
 
 
 class NoLMHead(InputError):
-    """A model without a language-model head (an encoder): the lens has nothing to unembed with."""
+    """A model without a language-model head (an encoder): nothing to unembed with, for the logit lens or
+    generation (`need`)."""
 
     type = "no_lm_head"
 
-    def __init__(self, model_id: str, with_head: Sequence[str]) -> None:
+    def __init__(self, model_id: str, with_head: Sequence[str], need: str = "the logit lens") -> None:
         usable = f"use one of: {', '.join(sorted(with_head))}" if with_head else (
-            "this server has none; serve a GPT-2 checkpoint (attnscope serve --model PATH)")
-        super().__init__(("model",), f"Model {model_id!r} has no LM head, which the logit lens needs; {usable}")
+            "this server has none; serve a decoder such as GPT-2 (attnscope serve --model PATH)")
+        super().__init__(("model",), f"Model {model_id!r} has no LM head, which {need} needs; {usable}")
         self.model_id = model_id
         self.with_head = sorted(with_head)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from model.checkpoints import bert, gpt2, hfcache, llama
-from model.checkpoints.files import SUPPORTED, Parts, checkpoint_error, read_config
+from model.checkpoints.files import SUPPORTED, Parts, checkpoint_error, read_config, stop_ids
 from model.checkpoints.loaded import LoadedModel, ModelSpec
 from model.checkpoints.registry import MODELS, local_id
 from model.errors import DeviceError, UnknownModel
@@ -81,13 +81,16 @@ def load(name_or_path: str | Path, device: str = "cpu", *, taken: Iterable[str] 
     key = str(name_or_path)
     if key in MODELS:
         spec = MODELS[key]
-        parts = read_checkpoint(directory or spec.locate())
+        path = directory or spec.locate()
+        parts = read_checkpoint(path)
     elif Path(key).expanduser().is_dir():  # a directory wins over a repo id of the same name
         path = Path(key).expanduser().resolve()
         spec, parts = _local(path, path.name, path.name, taken)
     elif hfcache.is_repo_id(key):
-        spec, parts = _local(hfcache.snapshot(key), key, hfcache.repo_name(key), taken)
+        path = hfcache.snapshot(key)
+        spec, parts = _local(path, key, hfcache.repo_name(key), taken)
     else:
         raise UnknownModel(key, list(MODELS), hint="or the path of a checkpoint directory, or a Hugging Face repo id "
                                                    "(ORG/NAME) in the local cache")
-    return LoadedModel(parts.net.eval(), parts.tokenizer, spec, parts.uses_segments).to(device)
+    stops = stop_ids(path) if parts.net.cfg.lm_head else ()
+    return LoadedModel(parts.net.eval(), parts.tokenizer, spec, parts.uses_segments, stops).to(device)

@@ -57,8 +57,8 @@ class CheckpointEmbeddings(Embeddings):
         real = ids.ne(self.padding_idx).long()  # (B, T)
         return torch.cumsum(real, dim=1) * real + self.padding_idx  # (B, T)
 
-    def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
-        # every family of this module has all three
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        # offset is always 0: an encoder runs without a KV cache. Every family of this module has all three
         assert self.position is not None and self.token_type is not None and self.norm is not None
         x = self.word(ids) + self.position(self.positions(ids)) + self.token_type(segments)  # (B, T, E)
         out: torch.Tensor = self.norm(x)

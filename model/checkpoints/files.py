@@ -67,6 +67,20 @@ def read_config(directory: Path) -> dict[str, Any]:
     return read_json(directory / "config.json")
 
 
+def stop_ids(directory: Path) -> tuple[int, ...]:
+    """The ids that end a generation: eos_token_id (one id or a list) of generation_config.json when it names
+    one, else of config.json; () when neither does."""
+    for name in ("generation_config.json", "config.json"):
+        path = directory / name
+        eos = read_json(path).get("eos_token_id") if path.is_file() else None
+        if eos is not None:
+            ids = eos if isinstance(eos, list) else [eos]
+            if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+                raise checkpoint_error(path, f"eos_token_id {eos!r} is not a token id or a list of them")
+            return tuple(ids)
+    return ()
+
+
 def setting(raw: dict[str, Any], path: Path, key: str, default: Any = None) -> Any:
     """One config value; a missing key without a default is an error naming config.json."""
     if key in raw:

@@ -39,12 +39,14 @@ class LoadedModel:
     states and traces out. Made by model.checkpoints.load.
 
     `net` is the Transformer its config describes (model/nets/). `uses_segments` False: token types are all 0 whatever
-    the tokenizer says (RoBERTa, DistilBERT, GPT-2)."""
+    the tokenizer says (RoBERTa, DistilBERT, GPT-2). `stop_ids`: the tokens that end a generation (the
+    checkpoint's eos_token_id)."""
 
     net: Transformer
     tokenizer: Tokenizer
     spec: ModelSpec
     uses_segments: bool = True
+    stop_ids: tuple[int, ...] = ()
 
     @property
     def cfg(self) -> NetConfig:

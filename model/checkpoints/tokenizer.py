@@ -22,6 +22,7 @@ tokenizer put before the text (its prepend scheme) is shown by no token.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from dataclasses import dataclass
@@ -156,6 +157,17 @@ class Tokenizer:
                                 unknown=not known))
         return Encoded(ids=list(enc.ids), segments=list(enc.type_ids), tokens=tokens)
 
+    def stream(self) -> TokenStream:
+        """A display for tokens that arrive one at a time (generation)."""
+        return TokenStream(self)
+
+    def token_bytes(self, token_id: int) -> bytes | None:
+        """The bytes a vocabulary id stands for under a byte-level or byte-fallback tokenizer (a generated
+        token's text, which may end inside a character); None for other tokenizers and the unknown token."""
+        if not (self.byte_level or self.byte_fallback):
+            return None
+        return self._bytes_of(token_id, self._raw.id_to_token(token_id) or "")
+
     def _bytes_of(self, token_id: int, piece: str) -> bytes | None:
         """The bytes a byte-level or byte-fallback token stands for; None for the unknown token or a string
         outside the alphabet."""
@@ -205,4 +217,23 @@ class Tokenizer:
                 while next_char < len(decoded) and starts[next_char] < end:
                     next_char += 1
                 shown[i] = decoded[max(first, skip):next_char]
+        return shown
+
+
+class TokenStream:
+    """The displays of tokens that arrive one at a time, as a continuation of a text: each token shows the
+    characters it completes. A byte-level or byte-fallback token may hold only part of a character's UTF-8
+    bytes; it shows nothing, and the token with the character's last byte shows the character (bytes that
+    make no character show U+FFFD). Spaces are the text's own ("▁" and "Ġ" are spaces). Under other
+    tokenizers a token shows the tokenizer's decode of it alone."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self._tokenizer = tokenizer
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def add(self, token_id: int) -> str:
+        raw = self._tokenizer.token_bytes(token_id)
+        if raw is None:
+            return self._tokenizer.token_text(token_id)[1]
+        shown: str = self._utf8.decode(raw)
         return shown

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import nn
@@ -16,6 +16,7 @@ from torch import nn
 from model.trace import LayerRecorder
 
 if TYPE_CHECKING:
+    from model.nets.cache import LayerCache
     from model.nets.edit import Edit
 
 
@@ -109,13 +110,14 @@ def ablate_heads(mixed: torch.Tensor, heads: list[int]) -> torch.Tensor:
     return mixed * head_factor(mixed.shape[1], heads, 0.0)  # (B, H, T, Dv)
 
 
-def causal_mask(t: int, s: int | None = None, window: int | None = None) -> torch.Tensor:
-    """Additive mask hiding key j from query i when j > i (top-left aligned), and with a sliding `window`
-    also when j ≤ i − window (query i sees keys i − window + 1 .. i)."""
+def causal_mask(t: int, s: int | None = None, window: int | None = None, offset: int = 0) -> torch.Tensor:
+    """Additive mask hiding key j from query i when j > offset + i, and with a sliding `window` also when
+    j ≤ offset + i − window (query i sees keys offset + i − window + 1 .. offset + i). `offset`: the position
+    of the first query, when the keys of `offset` earlier tokens come from a cache (0: top-left aligned)."""
     s = t if s is None else s
-    hidden = torch.ones(t, s, dtype=torch.bool).triu(diagonal=1)  # (T, S)
+    hidden = torch.ones(t, s, dtype=torch.bool).triu(diagonal=1 + offset)  # (T, S)
     if window is not None:
-        hidden |= torch.ones(t, s, dtype=torch.bool).tril(diagonal=-window)  # (T, S)
+        hidden |= torch.ones(t, s, dtype=torch.bool).tril(diagonal=offset - window)  # (T, S)
     return torch.zeros(t, s).masked_fill(hidden, float("-inf"))
 
 
@@ -128,7 +130,12 @@ def key_padding_mask(padding: torch.Tensor) -> torch.Tensor:
 
 Score = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (q, k) -> (B, H, T, S)
 Weigh = Callable[[torch.Tensor, bool], torch.Tensor]  # (masked scores, any_hidden) -> (B, H, T, S) weights
-Rotate = Callable[[torch.Tensor], torch.Tensor]  # (B, H, T, Dk) -> (B, H, T, Dk), e.g. RoPE
+
+
+class Rotate(Protocol):
+    """(B, H, T, Dk) -> (B, H, T, Dk), row t rotated for position offset + t: RoPE."""
+
+    def __call__(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor: ...
 
 
 class MultiHeadAttention(nn.Module):
@@ -182,9 +189,14 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         record: LayerRecorder | None = None,
         edit: Edit | None = None,
+        cache: LayerCache | None = None,
     ) -> torch.Tensor:
         """x: (B, T, D) inputs of the queries; keys, values: (B, S, D) inputs of the
         keys and values. keys default to x (self-attention), values to keys.
+
+        `cache` (self-attention of a decoder, model/nets/cache.py): the new tokens' keys and values are
+        appended to the cached ones and the queries score against all of them; the new tokens' positions
+        start at the cache's length (the rotation's offset), and `mask` must cover every key.
 
         `edit` (model/nets/edit.py Edit, meant for this layer) changes its heads: the temperature divides
         their scaled scores (the `scale` step shows the result), hidden keys are added to the mask (the
@@ -200,12 +212,16 @@ class MultiHeadAttention(nn.Module):
         rec("project", {"q": q, "k": k, "v": v})
         qh = split_heads(q, self.n_heads)  # (B, H, T, Dk)
         kg = split_heads(k, self.n_kv_heads)  # (B, G, S, Dk)
+        vg = split_heads(v, self.n_kv_heads)  # (B, G, S, Dv)
         if self.query_norm is not None and self.key_norm is not None:
             qh, kg = self.query_norm(qh), self.key_norm(kg)
+        if self.rotate is not None:  # each key-value head rotated once, before it is shared
+            offset = 0 if cache is None else cache.length
+            qh, kg = self.rotate(qh, offset), self.rotate(kg, offset)
+        if cache is not None:
+            kg, vg = cache.extend(kg, vg)  # (B, G, S_cached + S, D·)
         kh = share_heads(kg, self.n_heads)  # (B, H, S, Dk)
-        vh = share_heads(split_heads(v, self.n_kv_heads), self.n_heads)  # (B, H, S, Dv)
-        if self.rotate is not None:
-            qh, kh = self.rotate(qh), self.rotate(kh)
+        vh = share_heads(vg, self.n_heads)  # (B, H, S, Dv)
         rec("split", {"q": qh, "k": kh, "v": vh})
         scores = self.score(qh, kh)  # (B, H, T, S)
         rec("scores", scores)

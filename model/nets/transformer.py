@@ -24,6 +24,7 @@ from model.nets.positions import rope_half, rope_inverse_frequencies
 from model.trace import LayerRecorder, Trace
 
 if TYPE_CHECKING:
+    from model.nets.cache import KVCache, LayerCache
     from model.nets.edit import Edit
 
 
@@ -45,10 +46,11 @@ class Embeddings(nn.Module):
         self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
         self.norm = make_norm(cfg) if cfg.norm_place == "post" else None
 
-    def forward(self, ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """`offset`: the position of the first token (after the tokens of a KV cache)."""
         x = self.word(ids)  # (B, T, D)
         if self.position is not None:
-            x = x + self.position(torch.arange(ids.shape[1], device=ids.device))  # (B, T, D)
+            x = x + self.position(torch.arange(offset, offset + ids.shape[1], device=ids.device))  # (B, T, D)
         if self.token_type is not None:
             x = x + self.token_type(segments)  # (B, T, D)
         out: torch.Tensor = x if self.norm is None else self.norm(x)
@@ -85,13 +87,14 @@ class Block(nn.Module):
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None,
-        edit: Edit | None = None,
+        edit: Edit | None = None, cache: LayerCache | None = None,
     ) -> torch.Tensor:
         if self.pre_norm:
-            x = x + self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit)  # (B, T, D)
+            x = x + self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit,
+                                   cache=cache)  # (B, T, D)
             added: torch.Tensor = x + self.mlp(self.ff_norm(x))  # (B, T, D)
             return added
-        x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit))  # (B, T, D)
+        x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit, cache=cache))  # (B, T, D)
         out: torch.Tensor = self.ff_norm(x + self.mlp(x))  # (B, T, D)
         return out
 
@@ -114,15 +117,16 @@ class Transformer(nn.Module):
             for block in self.blocks:
                 cast(Block, block).attention.rotate = self.rotate
 
-    def rotate(self, x: torch.Tensor) -> torch.Tensor:
-        """RoPE (the half-split form) of one head stack (B, H, T, Dh): row t rotated for position t."""
+    def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """RoPE (the half-split form) of one head stack (B, H, T, Dh): row t rotated for position offset + t."""
         inverse = cast(torch.Tensor, self.rope_inverse)
-        return rope_half(x, inverse)  # (B, H, T, Dh)
+        return rope_half(x, inverse, offset)  # (B, H, T, Dh)
 
     @torch.inference_mode()
     def forward(
         self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None,
         edit: Edit | None = None, padding: torch.Tensor | None = None, through: int | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         """ids, segments: (B, T) int64 (segments: zeros when None; unused without token types). Records into
         `trace` when one is given. `through`: run blocks 0…through only and return that block's output (no
@@ -136,33 +140,43 @@ class Transformer(nn.Module):
         the upper triangle). `padding`: (B, T) bool, True at the padding of a batch of inputs of different
         lengths; those keys are hidden from every query as well, so each input's real tokens get the
         numbers they get alone (pad a causal network on the right, so that every real token keeps its
-        position); the padding's own rows mean nothing. None: no padding."""
+        position); the padding's own rows mean nothing. None: no padding.
+
+        `cache` (a causal network; model/nets/cache.py): ids are the tokens after the cached ones, at
+        positions cache.length …; their keys and values are added to the cache, and each attends to every
+        cached key and its own (within its layer's window). Not with an edit, padding or `through`."""
         t = ids.shape[1]
-        if t > self.cfg.max_positions:
-            raise ValueError(f"{t} tokens exceed the model's limit of {self.cfg.max_positions}")
+        offset = 0 if cache is None else cache.length
+        if offset + t > self.cfg.max_positions:
+            raise ValueError(f"{offset + t} tokens exceed the model's limit of {self.cfg.max_positions}")
+        if cache is not None and (not self.cfg.causal or edit is not None or padding is not None
+                                  or through is not None):
+            raise ValueError("a KV cache is for a causal network's plain forward: no edit, padding or through")
         if edit is not None:
             edit.check(self.cfg.n_layers, self.cfg.n_heads, t)
         segments = torch.zeros_like(ids) if segments is None else segments
-        masks = self.layer_masks(t, ids.device, padding)
-        x: torch.Tensor = self.embeddings(ids, segments)  # (B, T, D)
+        masks = self.layer_masks(t, ids.device, padding, offset)
+        x: torch.Tensor = self.embeddings(ids, segments, offset)  # (B, T, D)
         blocks = self.blocks if through is None else self.blocks[: through + 1]
         for i, block in enumerate(blocks):
             x = block(x, mask=masks[i], record=trace.recorder(i) if trace is not None else None,
-                      edit=edit if edit is not None and edit.layer == i else None)
+                      edit=edit if edit is not None and edit.layer == i else None,
+                      cache=cache.layers[i] if cache is not None else None)
         return x if self.final_norm is None or through is not None else self.final_norm(x)
 
-    def layer_masks(self, t: int, device: torch.device, padding: torch.Tensor | None = None,
+    def layer_masks(self, t: int, device: torch.device, padding: torch.Tensor | None = None, offset: int = 0,
                     ) -> list[torch.Tensor | None]:
         """Each layer's additive mask for t tokens: None (an encoder without padding), the causal mask, with
         the sliding window in a local layer (NetConfig.layer_window), plus the padding's keys hidden
-        ((B, 1, T, T) then). Layers with the same mask share one tensor."""
+        ((B, 1, T, T) then). `offset`: tokens before these in a KV cache (the mask is then (T, offset + T)).
+        Layers with the same mask share one tensor."""
         made: dict[int | None, torch.Tensor | None] = {}
         padded = key_padding_mask(padding) if padding is not None else None  # (B, 1, 1, T)
         masks = []
         for layer in range(self.cfg.n_layers):
             window = self.cfg.layer_window(layer)
             if window not in made:
-                mask = causal_mask(t, window=window).to(device) if self.cfg.causal else None  # (T, T)
+                mask = causal_mask(t, offset + t, window, offset).to(device) if self.cfg.causal else None  # (T, S)
                 if padded is not None:
                     mask = padded if mask is None else mask + padded  # (B, 1, T, T)
                 made[window] = mask
@@ -176,8 +190,15 @@ class Transformer(nn.Module):
         """Next-token logits of a residual stream (…, D): the final norm, then the LM head (the tied word
         embeddings, GPT-2's, or its own lm_head matrix); for the last layer's stream these are the network's
         own logits. Only for a network with an LM head (NetConfig.lm_head)."""
-        if not self.cfg.lm_head or self.final_norm is None:
+        if self.final_norm is None:
+            raise TypeError("this network has no LM head")
+        return self.logits(self.final_norm(residual))
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Next-token logits (…, V) of the last hidden state (…, D), which forward returns (after the final
+        norm): the LM head alone. Only for a network with an LM head (NetConfig.lm_head)."""
+        if not self.cfg.lm_head:
             raise TypeError("this network has no LM head")
         head = self.embeddings.word.weight if self.lm_head is None else self.lm_head.weight  # (V, D)
-        logits: torch.Tensor = self.final_norm(residual) @ head.T  # (…, V)
+        logits: torch.Tensor = hidden @ head.T  # (…, V)
         return logits

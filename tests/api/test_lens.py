@@ -108,7 +108,7 @@ def test_a_server_without_an_lm_head_model_says_so(client):
     r = lens(client, text=TEXT)
     assert r.status_code == 422
     error = r.json()["errors"][0]
-    assert error["type"] == "no_lm_head" and "serve a GPT-2 checkpoint" in error["msg"]
+    assert error["type"] == "no_lm_head" and "serve a decoder such as GPT-2" in error["msg"]
 
 
 def test_unknown_model(local_client):

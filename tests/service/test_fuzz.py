@@ -40,6 +40,8 @@ DOCUMENTED_RULES = {
     "pair_not_supported": (422, "takes one text"),
     "index_out_of_range": (422, "out of range; this"),  # this model has layers ..., this input has positions ...
     "no_lm_head": (422, "has no LM head"),
+    # /generate: the input's tokens and max_new_tokens together over the model's limit (GENERATE_RULES)
+    "generate_too_long": (422, "exceed the model's limit"),
     # the toy's rules between fields (model/errors.py TOY_RULES; the others the schema states); the loc is checked below
     **{rule: (422, "") for rule in ("toy_no_queries", "toy_ragged", "toy_columns", "toy_value_rows",
                                     "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape", "toy_weight_widths",
@@ -124,7 +126,7 @@ OPERATIONS = [
     ("GET", "/api/v1/models"), ("POST", "/api/v1/attention"), ("POST", "/api/v1/attention/summary"),
     ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("POST", "/api/v1/toy/backward"), ("POST", "/api/v1/flash"),
     ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
-    ("POST", "/api/v1/lens"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
+    ("POST", "/api/v1/lens"), ("POST", "/api/v1/generate"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/positions"), ("GET", "/iris"),

@@ -38,7 +38,7 @@ def test_every_request_body_documents_examples(spec):
                                                   "/api/v1/flash",
                                                   "/api/v1/iris/train", "/api/v1/iris/predict",
                                                   "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions",
-                                                  "/api/v1/lens"}
+                                                  "/api/v1/lens", "/api/v1/generate"}
     for method, path, media, schema in bodies:
         assert schema.get("examples"), f"{method} {path}: the schema has no examples"
         # Swagger UI's "Try it out" starts from the first named example of the body

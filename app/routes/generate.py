@@ -1,0 +1,84 @@
+"""REST API v1: generation with the KV cache, streamed as server-sent events.
+
+The input's forward runs before the answer starts (so a refusal is a plain 4xx), then each new token is its
+own job on the model worker (hub.run), so other requests are answered between tokens; when the client
+leaves, the stream is cancelled and no further token is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Depends, Response
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from model.analysis.generate import TOP, Generation, NewToken, Sampling
+
+from ..deps import Hub, Resolved, resolved_with_lm_head
+from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL
+from ..schemas.generate import Alternative, DoneEvent, GenerateRequest, NewTokenInfo, PromptEvent, TokenEvent
+from ..serialize import float32_numbers, short_float, tokens
+from .analysis import TEXT_RULES
+
+router = APIRouter(prefix="/api/v1", tags=["generate"],
+                   responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD})
+
+GenerateInput = Annotated[Resolved[GenerateRequest], Depends(resolved_with_lm_head(GenerateRequest, "generation"))]
+
+EVENTS_DOC = (
+    "Server-sent events: first `prompt` {tokens, n_layers, n_heads, n_kv_heads, d_head, limit}; then one `token` "
+    "per new token {index, token: {id, text, display}, probability, top: [{id, display, probability}] (the "
+    f"{TOP} most probable), attention: [layer][head][index + 1] (the new token's query against every cached key "
+    "and its own), cache_bytes}; last `done` {text, tokens, stopped, tokens_per_second}."
+)
+
+
+def token_event(run: Generation, token: NewToken) -> str:
+    decode = run.model.tokenizer.token_text
+    attention = None if token.attention is None else [float32_numbers(layer) for layer in token.attention]
+    return TokenEvent(
+        index=token.index, token=NewTokenInfo(id=token.id, text=token.text, display=token.display),
+        probability=short_float(token.probability),
+        top=[Alternative(id=i, display=decode(i)[1], probability=short_float(p))
+             for i, p in zip(token.top_ids, token.top_probabilities, strict=True)],
+        attention=attention, cache_bytes=token.cache_bytes,
+    ).model_dump_json()
+
+
+@router.post(
+    "/generate",
+    response_class=EventSourceResponse,
+    summary="Continue a text with a decoder, token by token, with each new token's attention (KV cache)",
+    description=(
+        "Runs a model with an LM head (`lm_head` in GET /api/v1/models) on `text`, then adds up to "
+        "`max_new_tokens` tokens one at a time: greedy (temperature 0, the default: the same tokens as "
+        "transformers' generate without sampling) or sampled after temperature, top-k and top-p with `seed`. "
+        "Each new token runs alone through the network with the keys and values of every earlier token kept in "
+        "the KV cache. Generation ends early at the model's end token (its eos_token_id). " + EVENTS_DOC + " The "
+        "stream stops when the client leaves. Refusals come before the stream, as JSON: a model without an LM "
+        "head 422 `no_lm_head`; input tokens + max_new_tokens over the model's limit 422 `generate_too_long` "
+        "(ctx {tokens, max_new_tokens, limit})." + TEXT_RULES
+    ),
+    responses={200: {"content": {"text/event-stream": {}}, "description": EVENTS_DOC}},
+)
+async def generate(r: GenerateInput, hub: Hub) -> Response:
+    req, cfg = r.req, r.model.cfg
+    sampling = Sampling(req.temperature, req.top_k, req.top_p, req.seed)
+    run = await anyio.to_thread.run_sync(hub.run, Generation, r.model, r.encoded.ids, req.max_new_tokens, sampling,
+                                         req.attention)
+    prompt = PromptEvent(tokens=tokens(r.encoded.tokens), n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+                         n_kv_heads=cfg.kv_heads, d_head=cfg.d_head, limit=cfg.max_positions)
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        yield ServerSentEvent(data=prompt.model_dump_json(), event="prompt")
+        while not run.finished:
+            token = await anyio.to_thread.run_sync(hub.run, run.step)
+            yield ServerSentEvent(data=token_event(run, token), event="token")
+        done = DoneEvent(text=run.text, tokens=len(run.tokens),
+                         stopped="end" if run.tokens[-1].id in run.model.stop_ids else "length",
+                         tokens_per_second=round(run.tokens_per_second, 2))
+        yield ServerSentEvent(data=done.model_dump_json(), event="done")
+
+    return EventSourceResponse(stream(), ping=15)
