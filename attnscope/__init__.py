@@ -16,10 +16,10 @@
 
 `load(name_or_path="minilm", device="cpu") -> Model`
     A known model id ("minilm", packaged), a local Hugging Face checkpoint directory (BERT, RoBERTa,
-    DistilBERT, ELECTRA, GPT-2) or a repo id ("ORG/NAME", "ORG/NAME@REVISION") already in the local Hugging
-    Face cache (HF_HUB_CACHE, HF_HOME; a directory of that name wins); nothing is downloaded. `device` is
-    "cpu" or "cuda" (only when torch.cuda.is_available()). Raises UnknownModel (LookupError),
-    CheckpointError, ValueError.
+    DistilBERT, ELECTRA, GPT-2, Llama, Mistral, Qwen2, Qwen3) or a repo id ("ORG/NAME", "ORG/NAME@REVISION")
+    already in the local Hugging Face cache (HF_HUB_CACHE, HF_HOME; a directory of that name wins); nothing
+    is downloaded. `device` is "cpu" or "cuda" (only when torch.cuda.is_available()). Raises UnknownModel
+    (LookupError), CheckpointError, ValueError.
 
 `Model.info -> ModelInfo`
     id, name, architecture, layers, heads, max_tokens, causal, pairs.
@@ -38,14 +38,20 @@
 `Model.trace(text, layer, head=None, pair=None) -> dict[str, numpy.ndarray]`
     Every step of one layer's attention (input, project.q/k/v, split.q/k/v, scores, scale, mask, softmax,
     weighted_sum, concat, output), `head` given: that head's per-head steps without the head axis.
+
+`Model.generate(text, max_new_tokens=20, *, temperature=0.0, top_k=0, top_p=1.0, seed=0, attention=True)`
+    A decoder's continuation with the KV cache, one NewToken at a time (index, id, text, display,
+    probability, top, attention (layers, heads, index + 1), cache_bytes): greedy by default, equal to
+    transformers' generate without sampling; sampled with temperature, top-k, top-p and a seed. Only for a
+    model with an LM head (GPT-2, Llama, Mistral, Qwen): TypeError otherwise.
 """
 
 from model.checkpoints.tokenizer import Token, TooManyTokens
 from model.errors import CheckpointError, IndexOutOfRange, InputError, UnknownModel
 
-from .api import Attention, ItemError, Model, ModelInfo, load
+from .api import Attention, ItemError, Model, ModelInfo, NewToken, load
 
 __all__ = [
-    "Attention", "CheckpointError", "IndexOutOfRange", "InputError", "ItemError", "Model", "ModelInfo", "Token",
-    "TooManyTokens", "UnknownModel", "load",
+    "Attention", "CheckpointError", "IndexOutOfRange", "InputError", "ItemError", "Model", "ModelInfo", "NewToken",
+    "Token", "TooManyTokens", "UnknownModel", "load",
 ]

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from model.analysis.generate import Generation, Sampling
 from model.checkpoints import LoadedModel
 from model.checkpoints import batch as batching
 from model.checkpoints import load as load_model
@@ -180,6 +181,24 @@ class Model:
                 progress(done, len(texts))
         return [a for a in out if a is not None]
 
+    def generate(self, text: str, max_new_tokens: int = 20, *, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int = 0, attention: bool = True) -> Iterator[NewToken]:
+        """Continue `text` one token at a time with the KV cache, yielding each NewToken as it is made: greedy
+        (temperature 0, the default; the tokens of transformers' generate without sampling) or sampled after
+        temperature, top-k (0: all) and top-p (1: all) from a generator seeded with `seed`. Stops after
+        `max_new_tokens` or at the model's end token. Only for a model with an LM head (GPT-2, the Llama
+        family): TypeError otherwise; GenerateError (a ValueError) when the text's tokens and max_new_tokens
+        together exceed the model's limit; ValueError for a temperature < 0, top_k < 0 or top_p outside (0, 1]."""
+        run = Generation(self._model, self.encode(text).ids, max_new_tokens, Sampling(temperature, top_k, top_p, seed),
+                         attention)
+        decode = self._model.tokenizer.token_text
+        while not run.finished:
+            t = run.step()
+            yield NewToken(index=t.index, id=t.id, text=t.text, display=t.display, probability=t.probability,
+                           top=[(i, decode(i)[1], p) for i, p in zip(t.top_ids, t.top_probabilities, strict=True)],
+                           attention=None if t.attention is None else torch.stack(t.attention).numpy(),
+                           cache_bytes=t.cache_bytes)
+
     def trace(self, text: str, layer: int, head: int | None = None, pair: str | None = None) -> dict[str, np.ndarray]:
         """Every step of one layer's attention (model/steps.py STEPS), as float32 numpy arrays in step order.
 
@@ -204,6 +223,26 @@ class Model:
                     array = array[0]
                 out[f"{step}.{name}" if name else step] = array
         return out
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """One token `Model.generate` added. `index`: its position in the whole sequence (the text's tokens come
+    first); `text`: the tokenizer's token string; `display`: the characters it completes (a token holding only
+    the first bytes of a character shows "", the one with its last byte shows the character); `probability`:
+    the model's own probability of it (softmax of the logits, before temperature, top-k or top-p); `top`: the
+    five most probable tokens then, as (id, the tokenizer's decoding of that id, probability); `attention`:
+    float32 (layers, heads, index + 1), its weights on every token up to itself (None when not asked for);
+    `cache_bytes`: the KV cache's size with it."""
+
+    index: int
+    id: int
+    text: str
+    display: str
+    probability: float
+    top: list[tuple[int, str, float]]
+    attention: np.ndarray | None
+    cache_bytes: int
 
 
 def load(name_or_path: str | Path = "minilm", device: str = "cpu") -> Model:
