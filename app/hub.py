@@ -291,6 +291,7 @@ class ModelHub:
                     id=mid, name=spec.name, architecture=spec.architecture,
                     n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model, d_head=cfg.d_head,
                     n_kv_heads=cfg.kv_heads, positions=cfg.positions, window=cfg.window,
+                    window_layers=None if cfg.local_layers is None else list(cfg.local_layers),
                     max_tokens=model.tokenizer.max_tokens, causal=spec.causal, pairs=spec.pairs,
                     lm_head=model.lm_head, local=spec.local, path=str(spec.locate()) if show_paths else None,
                     default=mid == self.default,

@@ -125,7 +125,7 @@ def hub_cache(cache: Path, repo: str, source: Path, commit: str, refs: tuple[str
 # (shorter than the test inputs), Qwen2's q/k/v biases, Qwen3's q/k norms and wider heads, tied and own LM
 # heads, a sharded and a bfloat16 checkpoint, byte-fallback (Llama, Mistral) and byte-level (SmolLM, Qwen)
 # tokenizers. Larger initial weights than training would use, so that the maps are far from uniform.
-LLAMA_KINDS = ("llama", "smollm", "mistral", "qwen2", "qwen3")
+LLAMA_KINDS = ("llama", "smollm", "mistral", "qwen2", "qwen3", "gemma2")
 LLAMA_SETTINGS: dict[str, dict] = {
     "llama": {"config": "LlamaConfig", "hidden_size": 48, "num_attention_heads": 4, "num_key_value_heads": 2,
               "tie_word_embeddings": False, "rope_parameters": {
@@ -140,8 +140,14 @@ LLAMA_SETTINGS: dict[str, dict] = {
               "tie_word_embeddings": True, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}},
     "qwen3": {"config": "Qwen3Config", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
               "head_dim": 16, "tie_word_embeddings": False},
+    # layer 0 local (window 4), layer 1 global; caps small enough that these weights' scores and logits reach them
+    "gemma2": {"config": "Gemma2Config", "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "head_dim": 16, "query_pre_attn_scalar": 12, "sliding_window": 4, "attn_logit_softcapping": 3.0,
+               "final_logit_softcapping": 5.0, "hidden_activation": "gelu_pytorch_tanh",
+               "tie_word_embeddings": True},
 }
-LLAMA_TOKENIZER = {"llama": "fallback", "mistral": "fallback", "smollm": "gpt2", "qwen2": "qwen", "qwen3": "qwen"}
+LLAMA_TOKENIZER = {"llama": "fallback", "mistral": "fallback", "smollm": "gpt2", "qwen2": "qwen", "qwen3": "qwen",
+                   "gemma2": "fallback"}
 LLAMA_SAVE = {"smollm": "sharded", "qwen2": "bf16"}  # the others: one float32 model.safetensors
 FALLBACK_SPECIALS = ["<unk>", "<s>", "</s>"]
 

@@ -182,7 +182,9 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
               "d_head": cfg.d_head, "heads": r.heads, "scale": r.model.attention_scale(layer)}
     if cfg.kv_heads < cfg.n_heads:  # grouped-query attention: the key-value head serving each query head
         fields["kv_head"] = [h // (cfg.n_heads // cfg.kv_heads) for h in r.heads]
+    if cfg.attention_softcap is not None:  # Gemma 2: the scale step's scores are soft-capped
+        fields["softcap"] = cfg.attention_softcap
     if encoding is TraceEncoding.f32:
         return serialize.f32_trace_response({**fields, "tokens": [t.model_dump() for t in r.tokens]}, steps)
     body = TraceResponse(**fields, steps=serialize.steps(steps))
-    return serialize.json_response(body, leave_out=() if body.kv_head is not None else ("kv_head",))
+    return serialize.json_response(body, leave_out=tuple(k for k in ("kv_head", "softcap") if getattr(body, k) is None))

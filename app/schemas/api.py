@@ -147,6 +147,9 @@ class ModelInfo(BaseModel):
                     "rotating each head's q and k (the Llama family), ALiBi, or none.")
     window: int | None = Field(description="The sliding window: a query sees only itself and the window - 1 keys "
                                            "before it (Mistral); null: no window.")
+    window_layers: list[int] | None = Field(description="The layers that have the window when only some do (Gemma 2's "
+                                                  "local layers, Qwen2's from max_window_layers on); null: every "
+                                                  "layer when there is a window.")
     max_tokens: int
     causal: bool = Field(description="Each token attends only to itself and the tokens before it (GPT-2).")
     pairs: bool = Field(description="Takes a second segment (text_pair).")
@@ -193,7 +196,11 @@ class TraceResponse(BaseModel):
                           "otherwise): the key-value head serving each of `heads`, h // (n_heads / n_kv_heads). "
                           "`split.k` and `split.v` of a head are that key-value head's, shared with the other query "
                           "heads it serves.")
-    scale: float
+    scale: float = Field(description="The factor the `scale` step multiplies the scores by: 1/√d_head, or the "
+                         "model's own (Gemma 2: 1/√query_pre_attn_scalar).")
+    softcap: float | None = Field(
+        None, description="Only for a model that soft-caps its scores (Gemma 2; absent otherwise): the `scale` step "
+                          "holds softcap·tanh(scores × scale / softcap), every value within ±softcap.")
     steps: TraceSteps
 
 

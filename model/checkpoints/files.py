@@ -25,7 +25,7 @@ from model.errors import CheckpointError
 from model.nets.transformer import Transformer
 
 # The config.json model_type values load_checkpoint accepts.
-SUPPORTED = ("bert", "roberta", "distilbert", "electra", "gpt2", "llama", "mistral", "qwen2", "qwen3")
+SUPPORTED = ("bert", "roberta", "distilbert", "electra", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2")
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
 """Decoders of the Llama family as causal pre-RMSNorm Transformers with RoPE (model/nets/transformer.py).
 
 Llama (and the checkpoints laid out as it is: SmolLM, TinyLlama), Mistral (a sliding window), Qwen2 and
-Qwen2.5 (biases on q, k and v only) and Qwen3 (an RMSNorm over each head's q and k) are one layout:
+Qwen2.5 (biases on q, k and v only) and Qwen3 (an RMSNorm over each head's q and k) and Gemma 2 are one layout:
 embed_tokens, then per layer input_layernorm, self_attn.{q,k,v,o}_proj, post_attention_layernorm and a
 SwiGLU mlp.{gate,up,down}_proj, then norm and lm_head (or the word embeddings, tied). Grouped-query
 attention: num_key_value_heads. RoPE is the half-split form with rope_theta and an optional "linear" or
-"llama3" scaling (config.json's rope_parameters, or the older rope_theta and rope_scaling).
+"llama3" scaling (config.json's rope_parameters, or the older rope_theta and rope_scaling). Gemma 2 adds
+a norm after the attention and after the MLP (its four norms scale by 1 + weight), scaled embeddings, its
+own score scale, soft-capped scores and logits, and local (sliding-window) and global layers in turn.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from model.checkpoints.files import (
 from model.nets.config import ACTIVATIONS, ROPE_SCALINGS, NetConfig, RopeScaling
 from model.nets.transformer import Transformer
 
-ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3")
+ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "gemma2")
 
 # Buffers older checkpoints save with each layer (RoPE's frequencies): no weights.
 BUFFERS = ("rotary_emb.inv_freq",)
@@ -39,7 +41,14 @@ BLOCK_NAMES: dict[tuple[str, ...], str] = {
 }
 
 
-def llama_name(ours: str) -> str:
+# Gemma 2's four norms a layer: before and after the attention, before and after the MLP.
+GEMMA_NAMES: dict[tuple[str, ...], str] = {
+    ("attention_post_norm",): "post_attention_layernorm", ("ff_norm",): "pre_feedforward_layernorm",
+    ("ff_post_norm",): "post_feedforward_layernorm",
+}
+
+
+def llama_name(ours: str, names: dict[tuple[str, ...], str] = BLOCK_NAMES) -> str:
     """Map one of our parameter names to the checkpoint's (without the "model." prefix)."""
     parts = ours.split(".")
     if parts[0] == "embeddings":
@@ -49,7 +58,11 @@ def llama_name(ours: str) -> str:
     if parts[0] == "lm_head":
         return ours
     i, rest = parts[1], parts[2:]
-    return f"layers.{i}.{BLOCK_NAMES[tuple(rest[:-1])]}.{rest[-1]}"
+    return f"layers.{i}.{names[tuple(rest[:-1])]}.{rest[-1]}"
+
+
+def gemma_name(ours: str) -> str:
+    return llama_name(ours, {**BLOCK_NAMES, **GEMMA_NAMES})
 
 
 def _rope(raw: dict[str, Any], path: Path) -> tuple[float, RopeScaling | None]:
@@ -80,6 +93,8 @@ def _window(raw: dict[str, Any], path: Path, kind: str, n_layers: int) -> tuple[
     if kind == "mistral":
         return window, None
     types = raw.get("layer_types")
+    if types is None and kind == "gemma2":  # older configs: the even layers local
+        types = ["full_attention" if i % 2 else "sliding_attention" for i in range(n_layers)]
     if types is None:
         on = bool(raw.get("use_sliding_window", False)) and window is not None
         start = raw.get("max_window_layers", n_layers)
@@ -95,8 +110,19 @@ def _window(raw: dict[str, Any], path: Path, kind: str, n_layers: int) -> tuple[
     return window, None if len(local) == n_layers else local
 
 
+def _gemma(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Gemma 2's settings beyond Llama's (NetConfig's docstring): scaled embeddings, a norm after each sublayer
+    too, the scores scaled by query_pre_attn_scalar^−½ and soft-capped, the logits soft-capped."""
+    scalar = setting(raw, path, "query_pre_attn_scalar")
+    if isinstance(scalar, bool) or not isinstance(scalar, int | float) or not scalar > 0:
+        raise checkpoint_error(path, f"query_pre_attn_scalar {scalar!r} is not a positive number")
+    return {"embed_scale": setting(raw, path, "hidden_size") ** 0.5, "sandwich_norm": True,
+            "score_scale": scalar ** -0.5, "attention_softcap": raw.get("attn_logit_softcapping"),
+            "logit_softcap": raw.get("final_logit_softcapping")}
+
+
 def _config(raw: dict[str, Any], path: Path, kind: str) -> NetConfig:
-    activation = raw.get("hidden_act", "silu")
+    activation = raw.get("hidden_activation") or raw.get("hidden_act", "silu")
     if activation not in ACTIVATIONS:
         raise checkpoint_error(path, f"hidden_act {activation!r} is not supported; use one of {', '.join(ACTIVATIONS)}")
     n_layers = setting(raw, path, "num_hidden_layers")
@@ -122,6 +148,7 @@ def _config(raw: dict[str, Any], path: Path, kind: str) -> NetConfig:
             causal=True, window=window, local_layers=local_layers, activation=activation, mlp="gated",
             bias=False, **biases, positions="rope", rope_theta=theta, rope_scaling=scaling,
             head_dim=raw.get("head_dim") or None, qk_norm=kind == "qwen3", tied_head=tied, own_head=not tied,
+            **(_gemma(raw, path) if kind == "gemma2" else {}),
         )
     except (ValueError, TypeError) as exc:
         raise checkpoint_error(path, str(exc)) from exc
@@ -136,9 +163,12 @@ def load(directory: Path, raw: dict[str, Any]) -> Parts:
     state = strip_prefix(state, "model.")
     if head is not None and cfg.own_head:
         state["lm_head.weight"] = head
+    name = gemma_name if kind == "gemma2" else llama_name
+    if kind == "gemma2":  # Gemma's RMSNorm scales by 1 + weight
+        state = {k: v + 1 if k.endswith("norm.weight") else v for k, v in state.items()}
     decoder = Transformer(cfg)
-    load_state(decoder, state, source, llama_name)
-    used = {llama_name(k) for k in decoder.state_dict()}
+    load_state(decoder, state, source, name)
+    used = {name(k) for k in decoder.state_dict()}
     check_used(state, used, source, base=("embed_tokens.", "layers.", "norm."), ignored=BUFFERS)
     if not (directory / "tokenizer.json").is_file():
         raise checkpoint_error(directory / "tokenizer.json", f"missing file (a {kind} checkpoint needs it)")

@@ -59,6 +59,11 @@ def scale_scores(scores: torch.Tensor, factor: float, in_place: bool = False) ->
     return scores.mul_(factor) if in_place else scores * factor  # (B, H, T, S)
 
 
+def softcap_scores(scores: torch.Tensor, cap: float) -> torch.Tensor:
+    """cap · tanh(scores / cap): close to the scores where they are small, never beyond ±cap (Gemma 2)."""
+    return torch.tanh(scores / cap) * cap  # (B, H, T, S)
+
+
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """Add an additive mask (0 where visible, -inf where hidden) or a bias."""
     if mask is None:
@@ -148,7 +153,8 @@ class MultiHeadAttention(nn.Module):
     every query head's keys and values. `bias` False: no projection has a bias (`output_bias`, when given,
     sets W_o's apart: Qwen2 has q/k/v biases and none on W_o). `qk_norm_eps`, when given, adds an RMSNorm
     over each head's q and k (weights of d_keys, shared by the heads; Qwen3), applied right after the
-    split and before the rotation. The scoring (`score`),
+    split and before the rotation. `softcap`, when given, bounds the scaled scores to (−softcap, softcap)
+    (softcap_scores; Gemma 2), which the `scale` step shows. The scoring (`score`),
     weighting (`weigh`) and an optional rotation of q and k after the split (`rotate`) are plain
     functions that model/lab/variants.py and model/nets/positions.py swap in; the defaults are scaled
     dot-product softmax attention.
@@ -157,7 +163,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(
         self, d_model: int, n_heads: int, scale: float | None = None,
         d_keys: int | None = None, d_values: int | None = None, n_kv_heads: int | None = None, bias: bool = True,
-        output_bias: bool | None = None, qk_norm_eps: float | None = None,
+        output_bias: bool | None = None, qk_norm_eps: float | None = None, softcap: float | None = None,
     ) -> None:
         super().__init__()
         if (d_keys is None or d_values is None) and d_model % n_heads:
@@ -177,6 +183,7 @@ class MultiHeadAttention(nn.Module):
         self.output = nn.Linear(n_heads * self.d_values, d_model, bias=bias if output_bias is None else output_bias)
         self.query_norm = nn.RMSNorm(self.d_keys, eps=qk_norm_eps) if qk_norm_eps is not None else None
         self.key_norm = nn.RMSNorm(self.d_keys, eps=qk_norm_eps) if qk_norm_eps is not None else None
+        self.softcap = softcap
         self.score: Score = attention_scores
         self.weigh: Weigh = softmax_rows
         self.rotate: Rotate | None = None
@@ -226,6 +233,8 @@ class MultiHeadAttention(nn.Module):
         scores = self.score(qh, kh)  # (B, H, T, S)
         rec("scores", scores)
         scaled = scale_scores(scores, self.scale, in_place=not rec.wants("scores"))
+        if self.softcap is not None:
+            scaled = softcap_scores(scaled, self.softcap)
         edited = [] if edit is None else edit.head_index(self.n_heads)
         if edit is not None and edit.temperature != 1.0:
             scaled = temper_scores(scaled, edited, edit.temperature)

@@ -83,6 +83,11 @@ class NetConfig:
     when it is not d_model / n_heads (Qwen3). qk_norm: an RMSNorm over each head's q and k (weights of
     head_dim) before the rotation (Qwen3). own_head: an LM head of its own (lm_head.weight, V x D) instead
     of the tied word embeddings.
+
+    Gemma 2's: embed_scale multiplies the word embeddings (by √d_model); sandwich_norm puts a norm after the
+    attention and after the MLP as well as before them, x = x + norm(sublayer(norm(x))); score_scale replaces
+    1/√d_head (query_pre_attn_scalar^−½); attention_softcap bounds the scaled scores smoothly to (−cap, cap) by
+    cap·tanh(score / cap) before the mask, and logit_softcap bounds the next-token logits the same way.
     """
 
     vocab_size: int
@@ -114,6 +119,11 @@ class NetConfig:
     head_dim: int | None = None  # None: d_model / n_heads
     qk_norm: bool = False
     own_head: bool = False
+    embed_scale: float | None = None  # the word embeddings times this (Gemma 2: √d_model)
+    sandwich_norm: bool = False  # a norm after each sublayer as well, before its residual sum (Gemma 2)
+    score_scale: float | None = None  # the factor the scores are multiplied by; None: 1/√d_head
+    attention_softcap: float | None = None  # scores ← cap·tanh(scores / cap) after the scale (Gemma 2)
+    logit_softcap: float | None = None  # next-token logits ← cap·tanh(logits / cap) (Gemma 2)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_positions"):
@@ -174,6 +184,15 @@ class NetConfig:
                 raise ValueError(f"rope_scaling must be a RopeScaling or None, got {self.rope_scaling!r}")
         elif self.rope_scaling is not None:
             raise ValueError("rope_scaling is for positions 'rope'")
+        for name in ("embed_scale", "score_scale", "attention_softcap", "logit_softcap"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not 0 < value < math.inf):
+                raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+        if self.sandwich_norm and self.norm_place != "pre":
+            raise ValueError("sandwich_norm adds a norm after each sublayer of a pre-norm network (norm_place 'pre')")
+        if self.logit_softcap is not None and not self.lm_head:
+            raise ValueError("logit_softcap caps the LM head's logits: the network needs an LM head")
         if self.qk_norm and self.norm != "rms":
             raise ValueError("qk_norm is an RMSNorm over each head's q and k: it needs norm 'rms'")
 
@@ -204,7 +223,7 @@ class NetConfig:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     def attention_scale(self, layer: int) -> float:
-        """The factor layer `layer`'s scores are multiplied by: 1/√d_head (1 unscaled), over layer + 1 when
-        scale_by_layer."""
-        base = 1.0 / math.sqrt(self.d_head) if self.scaled else 1.0
+        """The factor layer `layer`'s scores are multiplied by: 1/√d_head or score_scale (1 unscaled), over
+        layer + 1 when scale_by_layer."""
+        base = (1.0 / math.sqrt(self.d_head) if self.score_scale is None else self.score_scale) if self.scaled else 1.0
         return base / (layer + 1) if self.scale_by_layer else base

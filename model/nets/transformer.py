@@ -45,10 +45,13 @@ class Embeddings(nn.Module):
         self.position = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.positions == "learned" else None
         self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
         self.norm = make_norm(cfg) if cfg.norm_place == "post" else None
+        self.scale = cfg.embed_scale
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """`offset`: the position of the first token (after the tokens of a KV cache)."""
         x = self.word(ids)  # (B, T, D)
+        if self.scale is not None:
+            x = x * torch.tensor(self.scale, dtype=x.dtype)  # (B, T, D)
         if self.position is not None:
             x = x + self.position(torch.arange(offset, offset + ids.shape[1], device=ids.device))  # (B, T, D)
         if self.token_type is not None:
@@ -59,7 +62,7 @@ class Embeddings(nn.Module):
 
 class Block(nn.Module):
     """Self-attention and an MLP, each with a residual connection and a norm before (pre) or after (post)
-    it."""
+    it; with sandwich_norm a norm after each sublayer as well (pre-norm: x = x + norm(sublayer(norm(x))))."""
 
     def __init__(self, cfg: NetConfig, layer: int) -> None:
         super().__init__()
@@ -69,8 +72,11 @@ class Block(nn.Module):
         self.attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, scale=cfg.attention_scale(layer),
                                             d_keys=cfg.d_head, d_values=cfg.d_head, n_kv_heads=cfg.kv_heads,
                                             bias=qkv_bias, output_bias=output_bias,
-                                            qk_norm_eps=cfg.layer_norm_eps if cfg.qk_norm else None)
+                                            qk_norm_eps=cfg.layer_norm_eps if cfg.qk_norm else None,
+                                            softcap=cfg.attention_softcap)
         self.ff_norm = make_norm(cfg)
+        self.attention_post_norm = make_norm(cfg) if cfg.sandwich_norm else None
+        self.ff_post_norm = make_norm(cfg) if cfg.sandwich_norm else None
         self.ff_gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=mlp_bias) if cfg.mlp == "gated" else None
         self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff, bias=mlp_bias)
         self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model, bias=mlp_bias)
@@ -90,9 +96,14 @@ class Block(nn.Module):
         edit: Edit | None = None, cache: LayerCache | None = None,
     ) -> torch.Tensor:
         if self.pre_norm:
-            x = x + self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit,
-                                   cache=cache)  # (B, T, D)
-            added: torch.Tensor = x + self.mlp(self.ff_norm(x))  # (B, T, D)
+            attended = self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit, cache=cache)
+            if self.attention_post_norm is not None:
+                attended = self.attention_post_norm(attended)
+            x = x + attended  # (B, T, D)
+            fed = self.mlp(self.ff_norm(x))  # (B, T, D)
+            if self.ff_post_norm is not None:
+                fed = self.ff_post_norm(fed)
+            added: torch.Tensor = x + fed  # (B, T, D)
             return added
         x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit, cache=cache))  # (B, T, D)
         out: torch.Tensor = self.ff_norm(x + self.mlp(x))  # (B, T, D)
@@ -201,4 +212,5 @@ class Transformer(nn.Module):
             raise TypeError("this network has no LM head")
         head = self.embeddings.word.weight if self.lm_head is None else self.lm_head.weight  # (V, D)
         logits: torch.Tensor = hidden @ head.T  # (…, V)
-        return logits
+        cap = self.cfg.logit_softcap
+        return logits if cap is None else torch.tanh(logits / cap) * cap

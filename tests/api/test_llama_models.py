@@ -14,7 +14,7 @@ from app.settings import Settings
 transformers = pytest.importorskip("transformers")
 
 TEXT = "Hello world, attention is all you need."
-SERVED = ("llama", "mistral", "qwen3")  # GQA with llama3 RoPE, a sliding window, q/k norms
+SERVED = ("llama", "mistral", "qwen3", "gemma2")  # GQA with llama3 RoPE, a sliding window, q/k norms, soft-caps
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +35,16 @@ def reference(llama_dirs):
 
 def test_the_model_list_says_heads_positions_window_and_lm_head(llama_client):
     models = {m["id"]: m for m in llama_client.get("/api/v1/models").json()["models"]}
-    assert set(models) == {"minilm", "tiny-llama", "tiny-mistral", "tiny-qwen3"}
+    assert set(models) == {"minilm", "tiny-llama", "tiny-mistral", "tiny-qwen3", "tiny-gemma2"}
     facts = {mid: (m["architecture"], m["n_heads"], m["n_kv_heads"], m["positions"], m["window"], m["lm_head"],
                    m["d_head"], m["causal"], m["pairs"]) for mid, m in models.items()}
+    assert models["tiny-gemma2"]["window_layers"] == [0] and models["tiny-mistral"]["window_layers"] is None
     assert facts == {
         "minilm": ("bert", 12, 12, "learned", None, False, 32, False, True),
         "tiny-llama": ("llama", 4, 2, "rope", None, True, 12, True, False),
         "tiny-mistral": ("mistral", 4, 2, "rope", 4, True, 8, True, False),
         "tiny-qwen3": ("qwen3", 4, 2, "rope", None, True, 16, True, False),
+        "tiny-gemma2": ("gemma2", 4, 2, "rope", 4, True, 16, True, False),
     }
 
 
@@ -79,7 +81,7 @@ def test_the_lens_reads_the_own_lm_head(llama_client, reference, llama_dirs):
         assert np.allclose([p["probability"] for p in layer["predictions"]], top.values.numpy(), atol=1e-5)
 
 
-@pytest.mark.parametrize("model", ["tiny-llama", "tiny-mistral", "tiny-qwen3"])
+@pytest.mark.parametrize("model", ["tiny-llama", "tiny-mistral", "tiny-qwen3", "tiny-gemma2"])
 def test_every_route_answers_for_a_llama_family_model(llama_client, model):
     for route, extra in [("/api/v1/attention/summary", {}), ("/api/v1/aggregate", {"kind": "rollout"}),
                          ("/api/v1/metrics", {}), ("/api/v1/contributions", {"layers": [1], "heads": [0]}),
@@ -114,3 +116,16 @@ def test_a_learned_position_table_is_refused_for_rope(llama_client):
     assert answer.status_code == 422, answer.text
     error = answer.json()["errors"][0]
     assert (error["type"], error["loc"][-1], error["ctx"]) == ("positions_learned_none", "model", {"positions": "rope"})
+
+
+def test_the_trace_gives_gemmas_own_scale_and_soft_cap(llama_client):
+    """The scale step of Gemma 2 is cap·tanh(scores × scale / cap) with its own scale, recomputed here from the
+    answer's scores; a model without a cap has no `softcap`."""
+    answer = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": "tiny-gemma2", "layer": 0}).json()
+    assert answer["scale"] == pytest.approx(12**-0.5) and answer["softcap"] == 3.0
+    scores = np.array(answer["steps"]["scores"], dtype=np.float64)  # (H, T, T)
+    scaled = np.array(answer["steps"]["scale"], dtype=np.float64)
+    assert np.abs(scores * answer["scale"]).max() > 3.0 and np.abs(scaled).max() < 3.0  # the cap binds
+    assert np.allclose(scaled, 3.0 * np.tanh(scores * answer["scale"] / 3.0), atol=1e-5)
+    plain = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": "tiny-qwen3", "layer": 0}).json()
+    assert "softcap" not in plain and plain["scale"] == pytest.approx(16**-0.5)

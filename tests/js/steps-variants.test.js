@@ -61,4 +61,10 @@ test('stepVariant names the telling that is true for each setup', () => {
   assert.equal(of({ positions: 'rope' }, 'split'), 'rope');
   assert.equal(of({ positions: 'sinusoidal' }, 'input'), 'sinusoidal');
   assert.equal(of({ positions: 'rope' }, 'input'), null);
+  // a model's trace: 1/√d_head is the plain telling; another factor is the model's own; a soft-cap says so
+  const trace = { source: 'trace', dHead: 16 };
+  assert.equal(of({ ...trace, scale: 0.25 }, 'scale'), null);
+  assert.equal(of({ ...trace, scale: 12 ** -0.5 }, 'scale'), 'own');
+  assert.equal(of({ ...trace, scale: 12 ** -0.5, softcap: 3 }, 'scale'), 'softcap');
+  assert.equal(of({ source: 'toy', dHead: 16, scale: 1 }, 'scale'), null); // the toy's own tellings decide
 });

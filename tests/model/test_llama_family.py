@@ -86,7 +86,9 @@ def test_the_network_is_configured_as_the_checkpoint_says(checkpoint, ours):
     settings, cfg = LLAMA_SETTINGS[kind], ours.cfg
     assert ours.architecture == {"smollm": "llama"}.get(kind, kind)
     assert ours.causal and not ours.pairs and ours.lm_head
-    assert (cfg.norm, cfg.norm_place, cfg.positions, cfg.mlp, cfg.activation) == ("rms", "pre", "rope", "gated", "silu")
+    activation = settings.get("hidden_activation", "silu")
+    assert (cfg.norm, cfg.norm_place, cfg.positions, cfg.mlp, cfg.activation) == ("rms", "pre", "rope", "gated",
+                                                                                 activation)
     assert cfg.kv_heads == settings["num_key_value_heads"]
     assert cfg.tied_head == settings["tie_word_embeddings"] and cfg.own_head != cfg.tied_head
     assert cfg.window == settings.get("sliding_window")
@@ -94,6 +96,38 @@ def test_the_network_is_configured_as_the_checkpoint_says(checkpoint, ours):
     assert cfg.d_head == settings.get("head_dim", settings["hidden_size"] // settings["num_attention_heads"])
     assert cfg.biases() == ((True, False, False) if kind == "qwen2" else (False, False, False))
     assert ours.net.embeddings.position is None
+    gemma = kind == "gemma2"
+    assert cfg.local_layers == ((0,) if gemma else None)  # Gemma 2: local and global layers in turn
+    assert cfg.sandwich_norm == gemma
+    assert cfg.attention_softcap == settings.get("attn_logit_softcapping")
+    assert cfg.logit_softcap == settings.get("final_logit_softcapping")
+    assert cfg.embed_scale == (settings["hidden_size"] ** 0.5 if gemma else None)
+    scalar = settings.get("query_pre_attn_scalar", cfg.d_head)  # Gemma 2's, else the head width
+    assert ours.attention_scale(0) == pytest.approx(scalar**-0.5, rel=1e-15)
+
+
+def test_gemma_soft_caps_bind_and_the_window_is_local(llama_dirs):
+    """The tiny Gemma 2's caps matter (its uncapped scores and logits go past them, so a cap in the wrong place
+    shows in the comparison with transformers above), and only its local layer hides keys beyond the window."""
+    ours = load(llama_dirs["gemma2"])
+    cfg = ours.cfg
+    encoded = ours.tokenizer.encode(TEXTS["english"])
+    record = ours.trace_layer(encoded, 0)
+    raw = record["scores"] * ours.attention_scale(0)  # (H, T, T) before the cap
+    assert raw.abs().max().item() > cfg.attention_softcap
+    assert record["scale"].abs().max().item() < cfg.attention_softcap
+    assert torch.allclose(record["scale"], torch.tanh(raw / cfg.attention_softcap) * cfg.attention_softcap, atol=1e-6)
+    hidden = ours.run(encoded)[0]  # (T, D)
+    with torch.no_grad():
+        uncapped = hidden @ ours.net.embeddings.word.weight.T  # the tied head, without the cap
+        capped = ours.decoder.logits(hidden)
+    assert uncapped.abs().max().item() > cfg.logit_softcap
+    assert capped.abs().max().item() < cfg.logit_softcap
+    n = len(encoded)
+    maps = ours.attention_maps(encoded).per_layer
+    assert n > cfg.window
+    far = torch.ones(n, n, dtype=torch.bool).tril(diagonal=-cfg.window)  # keys at least `window` back
+    assert maps[0][:, far].abs().max().item() == 0 and maps[1][:, far].min().item() > 0
 
 
 def test_rope_frequencies_equal_transformers(checkpoint, reference, ours):

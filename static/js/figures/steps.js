@@ -61,6 +61,7 @@ export function fromTrace(trace) {
     dHead: trace.d_head,
     dValues: trace.d_head,
     scale: trace.scale,
+    softcap: trace.softcap ?? null, // Gemma 2: the scale step's scores are soft-capped at ±softcap
     heads: trace.heads,
     causal: false,
     layer: trace.layer,
@@ -198,6 +199,8 @@ export function stepVariant(T, step) {
     case 'split': return T.positions === 'rope' ? 'rope' : null;
     case 'scores': return T.variant === 'additive' || T.variant === 'linear' ? T.variant : null;
     case 'scale':
+      if (T.softcap) return 'softcap';
+      if (T.source === 'trace' && Math.abs(T.scale - 1 / Math.sqrt(T.dHead)) > 1e-9 * T.scale) return 'own';
       if (T.variant === 'linear') return 'linear'; // rows are divided by their sums: no factor changes a weight
       if (unscaled) return T.temperature === 1 ? T.variant : 'unscaledTemperature';
       return T.temperature === 1 ? null : 'temperature';
@@ -593,16 +596,17 @@ function scaleStep(T, c) {
   const scaled = T.steps.scale[c.slot];
   const range = signedRange(S);
   const factor = T.scale.toFixed(4);
-  const effect = T.scale === 1 ? 'same' : Math.abs(T.scale) < 1 ? 'shrink' : 'grow'; // what × factor does to them
+  // what × factor does to them (and, soft-capped, what the cap does after it)
+  const effect = T.softcap ? 'softcap' : T.scale === 1 ? 'same' : Math.abs(T.scale) < 1 ? 'shrink' : 'grow';
   return {
     columns: 'minmax(0, 1fr) auto auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
     areas: ['s f eq ss'], // ui-text: not UI (CSS grid templates)
     overview: overview(c, scaled, { range, keys: true }),
     items: [
       plot('s', 'scale-before', t('walk.cap.scaleBefore', { shape: shape(c.L, c.S) }), squareMap(T, c, c.QK(S), { range, maxColTicks: 40 })),
-      op('f', `× ${factor}`, 'scale-factor'),
+      op('f', T.softcap ? `× ${factor}, ±${T.softcap}` : `× ${factor}`, 'scale-factor'),
       op('eq', '='),
-      plot('ss', 'scale', t(`walk.cap.scale.${effect}`, { factor }), squareMap(T, c, c.QK(scaled), { range, maxColTicks: 40 })),
+      plot('ss', 'scale', t(`walk.cap.scale.${effect}`, { factor, cap: T.softcap }), squareMap(T, c, c.QK(scaled), { range, maxColTicks: 40 })),
     ],
   };
 }

@@ -56,6 +56,8 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
     const query = Math.min(selection.query, data.queryLabels.length - 1);
     return {
       scale: data.scale.toFixed(4),
+      inverse: (1 / Math.sqrt(data.dHead)).toFixed(4),
+      cap: data.softcap,
       dHead: data.dHead,
       dValues: data.dValues,
       nHeads: data.nHeads,
