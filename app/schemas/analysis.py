@@ -57,11 +57,11 @@ class MetricsResponse(BaseModel):
     n_heads: int
     metrics: dict[str, list[list[float]]] = Field(
         description="metric -> [layer][head]: entropy, distance, to_cls, to_sep, to_self, to_previous, to_next, "
-        "to_punctuation (definitions in `definitions`)."
+        "to_punctuation, to_first (definitions in `definitions`)."
     )
     definitions: dict[str, str] = Field(description="metric -> how it is computed.")
     labels: list[list[list[str]]] = Field(
-        description="[layer][head]: the labels (broad, previous, next, cls, sep, self) whose thresholds the "
+        description="[layer][head]: the labels (broad, previous, next, cls, sep, self, sink) whose thresholds the "
         "head reaches; often none, sometimes several."
     )
     thresholds: dict[str, Threshold] = Field(description="label -> its rule.")

@@ -18,7 +18,7 @@ from model.analysis.aggregate import Maps, per_layer
 from model.checkpoints.tokenizer import Token
 
 METRICS: tuple[str, ...] = (
-    "entropy", "distance", "to_cls", "to_sep", "to_self", "to_previous", "to_next", "to_punctuation",
+    "entropy", "distance", "to_cls", "to_sep", "to_self", "to_previous", "to_next", "to_punctuation", "to_first",
 )
 METRIC_DOCS: dict[str, str] = {
     "entropy": "mean over query rows of −Σ_j a_ij ln a_ij, in nats (0 ln 0 = 0); a uniform row has ln N",
@@ -29,6 +29,8 @@ METRIC_DOCS: dict[str, str] = {
     "to_previous": "mean over query rows 1..N−1 of a_i,i−1",
     "to_next": "mean over query rows 0..N−2 of a_i,i+1",
     "to_punctuation": "mean over query rows of the weight on punctuation tokens (every character Unicode P*)",
+    "to_first": "mean over query rows 1..N−1 of a_i,0, the weight on the first token whatever it is: decoders put "
+                "much of their attention there, an attention sink (Xiao et al. 2023)",
 }
 
 
@@ -85,6 +87,8 @@ def head_metrics(maps: Maps, kinds: TokenKinds) -> dict[str, torch.Tensor]:
         # offset -1: entries [i + 1, i], a query's weight on the token before it; +1: [i, i + 1]
         out["to_previous"].append(a.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1) if n > 1 else zeros)
         out["to_next"].append(a.diagonal(offset=1, dim1=-2, dim2=-1).mean(dim=-1) if n > 1 else zeros)
+        # row 0 left out: under a causal mask its only key is the first token, whatever the head does
+        out["to_first"].append(a[:, 1:, 0].mean(dim=-1) if n > 1 else zeros)
     return {name: torch.stack(values).float() for name, values in out.items()}
 
 
@@ -105,6 +109,7 @@ LABEL_RULES: dict[str, tuple[str, float]] = {
     "cls": ("to_cls", SHARE_THRESHOLD),
     "sep": ("to_sep", SHARE_THRESHOLD),
     "self": ("to_self", SHARE_THRESHOLD),
+    "sink": ("to_first", SHARE_THRESHOLD),
 }
 
 

@@ -77,7 +77,8 @@ def test_metrics_shapes_and_values(client, text):
     assert r.status_code == 200
     body = r.json()
     assert (body["n_layers"], body["n_heads"]) == (6, 12) and len(body["tokens"]) == n
-    names = {"entropy", "distance", "to_cls", "to_sep", "to_self", "to_previous", "to_next", "to_punctuation"}
+    names = {"entropy", "distance", "to_cls", "to_sep", "to_self", "to_previous", "to_next", "to_punctuation",
+             "to_first"}
     assert set(body["metrics"]) == names == set(body["definitions"])
     for values in body["metrics"].values():
         assert np.array(values).shape == (6, 12)
@@ -90,10 +91,11 @@ def test_metrics_shapes_and_values(client, text):
     np.testing.assert_allclose(body["metrics"]["to_sep"], maps[..., n - 1].mean(-1), atol=atol)
     prev = np.stack([maps[..., i, i - 1] for i in range(1, n)], -1).mean(-1)
     np.testing.assert_allclose(body["metrics"]["to_previous"], prev, atol=atol)
+    np.testing.assert_allclose(body["metrics"]["to_first"], maps[..., 1:, 0].mean(-1), atol=atol)
     punct = [i for i, t in enumerate(body["tokens"]) if t["text"] in {".", ",", "'", "?"}]
     np.testing.assert_allclose(body["metrics"]["to_punctuation"], maps[..., punct].sum(-1).mean(-1),
                                atol=1e-6 + len(punct) * tolerance(maps))  # a sum of len(punct) weights
-    assert set(body["thresholds"]) == {"broad", "previous", "next", "cls", "sep", "self"}
+    assert set(body["thresholds"]) == {"broad", "previous", "next", "cls", "sep", "self", "sink"}
     assert body["thresholds"]["broad"]["at_least"] == pytest.approx(0.8 * math.log(n))
     assert body["thresholds"]["sep"] == {"metric": "to_sep", "at_least": 0.5, "rule": body["thresholds"]["sep"]["rule"]}
     assert "Clark" in body["source"]

@@ -139,7 +139,8 @@ def test_metrics_table_sorts_selects_and_states_its_thresholds(page: Page, api):
     # Labels are the API's.
     layer, head = 2, 4
     row = page.locator(f"#metrics-body tr[data-layer='{layer}'][data-head='{head}']")
-    names = {"broad": "broad", "previous": "previous token", "next": "next token", "cls": "[CLS]", "sep": "[SEP]", "self": "self"}
+    names = {"broad": "broad", "previous": "previous token", "next": "next token", "cls": "[CLS]", "sep": "[SEP]", "self": "self",
+             "sink": "sink (first token)"}
     expect(row.locator("td").last).to_have_text(", ".join(names[label] for label in expected["labels"][layer][head]))
 
     # A click on a row selects that head.

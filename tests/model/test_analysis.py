@@ -67,6 +67,7 @@ def np_metrics(maps, cls, sep, punct):
             out["to_self"][layer, head] = np.mean([a[q, q] for q in range(n)])
             out["to_previous"][layer, head] = np.mean([a[q, q - 1] for q in range(1, n)])
             out["to_next"][layer, head] = np.mean([a[q, q + 1] for q in range(n - 1)])
+            out["to_first"][layer, head] = np.mean([a[q, 0] for q in range(1, n)])
     return out
 
 
@@ -199,7 +200,7 @@ def test_head_labels_follow_the_stated_thresholds(case):
     m = heads.head_metrics(maps.per_layer, heads.token_kinds(encoded.tokens))
     labels = heads.head_labels(m, n)
     rules = {"broad": ("entropy", 0.8 * math.log(n)), "previous": ("to_previous", 0.5), "next": ("to_next", 0.5),
-             "cls": ("to_cls", 0.5), "sep": ("to_sep", 0.5), "self": ("to_self", 0.5)}
+             "cls": ("to_cls", 0.5), "sep": ("to_sep", 0.5), "self": ("to_self", 0.5), "sink": ("to_first", 0.5)}
     thresholds = heads.label_thresholds(n)
     assert set(thresholds) == set(rules)
     for label, (metric, value) in rules.items():

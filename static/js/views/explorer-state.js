@@ -11,7 +11,7 @@
 export const KINDS = Object.freeze(['weight', 'mean', 'rollout', 'contribution']);
 export const GAMMAS = Object.freeze([1, 0.5, 0.25]);
 export const METRICS = Object.freeze([
-  'entropy', 'distance', 'to_cls', 'to_sep', 'to_self', 'to_previous', 'to_next', 'to_punctuation',
+  'entropy', 'distance', 'to_cls', 'to_sep', 'to_self', 'to_previous', 'to_next', 'to_punctuation', 'to_first',
 ]);
 
 const index = (value) => (value !== null && /^\d{1,6}$/.test(value) ? Number(value) : null);

@@ -279,6 +279,7 @@ def reference_metrics(tokens: list[dict], maps: np.ndarray) -> dict[str, np.ndar
         "to_previous": np.diagonal(maps, offset=-1, axis1=-2, axis2=-1).mean(-1),
         "to_next": np.diagonal(maps, offset=1, axis1=-2, axis2=-1).mean(-1),
         "to_punctuation": maps[..., punctuation].sum(-1).mean(-1),
+        "to_first": maps[..., 1:, 0].mean(-1),
     }
 
 
@@ -341,7 +342,7 @@ def test_the_explorer_for_gpt2_shows_the_kinds_and_metrics_that_apply(page: Page
     reference = reference_metrics(tokens, maps)
     for metric in ("to_cls", "to_sep", "to_next"):
         assert np.abs(reference[metric]).max() == 0, metric
-    shown = ["entropy", "distance", "to_self", "to_previous", "to_punctuation"]
+    shown = ["entropy", "distance", "to_self", "to_previous", "to_punctuation", "to_first"]
     assert_table_is_numpy(page, tokens, maps, shown)
     answer = local_api.post("/api/v1/metrics", json={"text": CAT, "model": GPT2}).json()
     _, values = metrics_table(page)
@@ -370,7 +371,7 @@ def test_the_explorer_for_gpt2_shows_the_kinds_and_metrics_that_apply(page: Page
     page.locator('#metrics-head th[data-column="to_self"] button').click()
     expect(page.locator('#metrics-head th[data-column="to_self"]')).to_have_attribute("aria-sort", "descending")
     column = [float(v) for v in page.locator('#metrics-body td[data-value]').evaluate_all(
-        "(tds) => tds.filter((td, i) => i % 5 === 2).map((td) => td.dataset.value)")]
+        "(tds) => tds.filter((td, i) => i % 6 === 2).map((td) => td.dataset.value)")]  # 6 metrics a row
     assert column == sorted(column, reverse=True) and len(column) == 8
 
     # The same page in Chinese.
@@ -387,7 +388,7 @@ def test_the_explorer_for_a_bert_style_model_keeps_every_metric(page: Page, loca
     assert kinds_of(tokens)[:3] == ["sentence A", "sentence B", "special"]
     assert visible_kinds(page) == kinds_of(tokens)
     assert_table_is_numpy(page, tokens, maps, ["entropy", "distance", "to_cls", "to_sep", "to_self", "to_previous",
-                                               "to_next", "to_punctuation"])
+                                               "to_next", "to_punctuation", "to_first"])
     expect(page.locator(".metrics-hidden")).to_be_hidden()
     expect(page.locator("#metrics-thresholds")).to_contain_text("[CLS]: share to [CLS] ≥ 0.500")
     assert page.locator("#colour-select option").evaluate_all(
