@@ -8,6 +8,10 @@ opens one keep-alive connection (an untimed GET /healthz), then POSTs each text 
 
     {"results": [{"total_ms": ..., "ttfb_ms": ..., "headers_ms": ..., "bytes": ..., "shape": [...]}, ...]}
 
+With `"model": ID` the texts go to that model. With `"bodies": [{...}, ...]` in place of "texts" it POSTs
+those JSON bodies to a server-sent-events route (POST /api/v1/generate) and counts the `token` events of
+each answer (`"tokens"` in place of `"shape"`).
+
 `ttfb_ms` is the time from sending the request to the first byte of the body, `headers_ms` to the
 status line and headers, `total_ms` to the last byte. The client keeps the whole body in memory, as
 `response.read()` would, and checks it against the documented layout (magic, header length, shape).
@@ -39,10 +43,18 @@ def check_u16(body: bytes | bytearray) -> list[int]:
     return shape
 
 
-def time_one(client: httpx.Client, url: str, text: str) -> dict:
+def count_events(body: bytes | bytearray) -> int:
+    """How many `token` events a server-sent-events body holds (after checking it ends with `done`)."""
+    events = [line for line in bytes(body).decode().splitlines() if line.startswith("event: ")]
+    if not events or events[-1] != "event: done":
+        raise ValueError(f"the stream does not end with a done event: {events[-3:]}")
+    return events.count("event: token")
+
+
+def time_one(client: httpx.Client, url: str, payload: dict, events: bool = False) -> dict:
     body = bytearray()
     t0 = time.perf_counter()
-    with client.stream("POST", url, json={"text": text}) as r:
+    with client.stream("POST", url, json=payload) as r:
         t_headers = time.perf_counter()
         t_first = None
         for chunk in r.iter_raw():
@@ -57,7 +69,7 @@ def time_one(client: httpx.Client, url: str, text: str) -> dict:
         "ttfb_ms": ((t_first or t_end) - t0) * 1000,
         "headers_ms": (t_headers - t0) * 1000,
         "bytes": len(body),
-        "shape": check_u16(body),
+        **({"tokens": count_events(body)} if events else {"shape": check_u16(body)}),
     }
 
 
@@ -65,7 +77,11 @@ def main() -> None:
     job = json.load(sys.stdin)
     with httpx.Client(base_url=job["base"], timeout=120) as client:
         client.get("/healthz").raise_for_status()  # the connection is open before the first timed request
-        results = [time_one(client, job["path"], text) for text in job["texts"]]
+        if "bodies" in job:
+            results = [time_one(client, job["path"], body, events=True) for body in job["bodies"]]
+        else:
+            extra = {"model": job["model"]} if "model" in job else {}
+            results = [time_one(client, job["path"], {"text": text, **extra}) for text in job["texts"]]
     json.dump({"results": results}, sys.stdout)
 
 

@@ -24,7 +24,7 @@ GOAL_MS = 1000.0
 HEADS = 72
 
 # Runs before the page's scripts: records the first frame in which the whole grid is visible.
-WATCH_GRID = """(() => {
+WATCH_GRID_TEMPLATE = """(() => {
   const visible = () => {
     const results = document.getElementById('results');
     return results && !results.hidden && !document.documentElement.classList.contains('i18n-pending')
@@ -41,7 +41,15 @@ WATCH_GRID = """(() => {
   };
   new MutationObserver(check).observe(document, {childList: true, subtree: true, attributes: true,
                                                  attributeFilter: ['hidden', 'class']});
-})();""".replace("HEADS", str(HEADS))
+})();"""
+
+
+def watch_grid(heads: int) -> str:
+    """The init script that records the first frame in which all `heads` thumbnails are visible."""
+    return WATCH_GRID_TEMPLATE.replace("HEADS", str(heads))
+
+
+WATCH_GRID = watch_grid(HEADS)
 
 GRID_SHOWN = "() => window.__gridShown !== undefined"
 HEATMAP_DRAWN = "(n) => (document.getElementById('heatmap').data || [{}])[0].z?.length === n"
