@@ -67,6 +67,7 @@ export function createGeneratePanel(els, { onOpen }) {
   let mapWanted = false; // the map needs drawing
   let mapDrawing = false; // a draw is under way (the next waits for it: at most one per moment)
   let view = null; // views/heatmap.js, once plotly.js has run
+  let typedMax = false; // the user has typed a number of new tokens
 
   const fields = [els.maxNew, els.temperature, els.topK, els.topP, els.seed];
   const typed = () => ({
@@ -113,7 +114,10 @@ export function createGeneratePanel(els, { onOpen }) {
     els.room.textContent = most < 1 ? t('generate.noRoom', values) : t('generate.room', values);
     els.room.classList.toggle('is-error', most < 1);
     els.maxNew.max = String(Math.max(1, most));
-    if (most >= 1 && Number(els.maxNew.value) > most) els.maxNew.value = String(most);
+    // the default until the user types a number; theirs is kept, cut to what this input leaves room for
+    if (most >= 1 && (!typedMax || Number(els.maxNew.value) > most)) {
+      els.maxNew.value = String(typedMax ? most : Math.min(DEFAULT_NEW_TOKENS, most));
+    }
   }
 
   // ---- the new tokens, their detail and the cache ----
@@ -351,6 +355,7 @@ export function createGeneratePanel(els, { onOpen }) {
   els.open.addEventListener('click', () => {
     if (run && context) onOpen(wholeText(context.state.text, run));
   });
+  els.maxNew.addEventListener('input', () => { typedMax = true; });
   for (const field of fields) {
     field.addEventListener('input', () => {
       field.removeAttribute('aria-invalid');

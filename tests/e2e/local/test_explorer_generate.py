@@ -46,7 +46,7 @@ def events(api, **body) -> list[tuple[str, dict]]:
 
 
 def open_explorer(page: Page, text: str = TEXT, model: str = GPT2, **params: object) -> None:
-    page.goto(link(text=text, model=model, layer=LAYER, head=HEAD, **params))
+    page.goto(link(**{"text": text, "model": model, "layer": LAYER, "head": HEAD, **params}))
     wait_until(page, "() => { const gd = document.getElementById('heatmap'); return gd && gd.data; }")
     expect(page.locator("#generate-panel")).to_be_visible()
 
@@ -300,3 +300,19 @@ def test_token_text_is_text_never_markup(page: Page):
                     input: document.querySelector('#generate-text .generate-input').textContent })"""
     )
     assert found == {"markup": 0, "owned": False, "input": text}
+
+
+def test_the_default_number_follows_the_room_until_one_is_typed(page: Page):
+    open_explorer(page, "Hello" + " attention" * 60)  # 61 tokens: room for 3
+    expect(page.locator("#generate-max")).to_have_value("3")
+
+    def submit(text: str, tokens: int) -> None:
+        page.fill("#text-input", text)
+        page.keyboard.press("Enter")
+        expect(page.locator("#generate-room")).to_contain_text(f"the input has {tokens}")
+
+    submit(TEXT, 5)
+    expect(page.locator("#generate-max")).to_have_value("20")
+    page.fill("#generate-max", "40")
+    submit("Hello" + " attention" * 50, 51)  # room for 13: a typed number is cut to it
+    expect(page.locator("#generate-max")).to_have_value("13")
