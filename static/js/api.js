@@ -288,3 +288,17 @@ export function getContributions({ text, text_pair = null, model = null, layers 
 export function getLens({ text, text_pair = null, model = null, position = null, top_k = 5 }) {
   return requestJson('/api/v1/lens', postJson({ text, text_pair, model, position, top_k }));
 }
+
+/**
+ * POST /api/v1/generate: continue a text with a model that has an LM head, token by token. A refusal (4xx,
+ * before the stream) is an ApiError; otherwise the answer, whose body is the text/event-stream to read
+ * (sse.js readEventStream): `prompt`, one `token` per new token, `done`. Aborting `signal` ends the request,
+ * and the server stops generating.
+ * @param {{text: string, model?: string|null, max_new_tokens: number, temperature: number, top_k: number,
+ *   top_p: number, seed: number}} body
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<Response>}
+ */
+export function startGenerate(body, signal) {
+  return send('/api/v1/generate', { ...postJson(body), signal }, 'text/event-stream');
+}

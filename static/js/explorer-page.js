@@ -21,6 +21,7 @@ import {
 import { createEditor } from './views/explorer-edit.js';
 import { createLensPanel, readLens, writeLens } from './views/explorer-lens.js';
 import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
+import { createGeneratePanel } from './views/explorer-generate.js';
 import { createMetricsTable, inapplicable } from './views/explorer-metrics.js';
 import { createOptions, kindSentence, metricName, rowsSentence, scaleSentence } from './views/explorer-options.js';
 import { editBody, readChoices, writeChoices } from './views/explorer-state.js';
@@ -121,6 +122,20 @@ const lensPanel = createLensPanel({
   panel: $('lens-panel'), select: $('lens-select'), note: $('lens-note'), head: $('lens-head'), body: $('lens-body'),
   error: $('lens-error'),
 }, { onPosition: (position) => choose({ lens: position }) });
+const generatePanel = createGeneratePanel({
+  panel: $('generate-panel'), unavailable: $('generate-unavailable'), form: $('generate-form'),
+  maxNew: $('generate-max'), temperature: $('generate-temperature'), sampling: $('generate-sampling'),
+  topK: $('generate-top-k'), topP: $('generate-top-p'), seed: $('generate-seed'), start: $('generate-start'),
+  stop: $('generate-stop'), room: $('generate-room'), mode: $('generate-mode'), error: $('generate-error'),
+  output: $('generate-output'), text: $('generate-text'), state: $('generate-state'), speed: $('generate-speed'),
+  open: $('generate-open'), detail: $('generate-detail'), cache: $('generate-cache'),
+  cacheSize: $('generate-cache-size'), cacheFormula: $('generate-cache-formula'),
+  cacheCompare: $('generate-cache-compare'), mapBox: $('generate-map-box'), map: $('generate-map'),
+  mapNote: $('generate-map-note'),
+}, {
+  // the text and its continuation as a new input: its maps come from /attention like any other
+  onOpen: (text) => choose({ text, query: 0, focus: null, lens: null, edit: null, diff: false }),
+});
 const headView = createHeadViewPanel({
   root: $('head-view'), missing: $('head-view-missing'), layerNote: $('head-view-layer'),
 }, { onFocus: focusToken });
@@ -310,6 +325,7 @@ async function render(state) {
   drawFocus(fixed);
   drawScale(fixed);
   lensPanel.draw(fixed, result.tokens);
+  generatePanel.draw(fixed, result.tokens);
   els.kindNote.textContent = kindSentence(kind);
   setTitle('page.explorer', state.text);
 
