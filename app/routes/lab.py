@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from model.lab.cost import COST_RULES, MAX_EXACT, QUANTITIES, cost, request_sizes
+from model.lab.cost import COST_RULES, MAX_EXACT, QUANTITIES, Served, cost, request_sizes
 from model.nets.positions import (
     MAX_D_MODEL,
     MAX_HEADS,
@@ -85,13 +85,17 @@ def positions(query: Annotated[PositionsQuery, Query()], hub: Hub, settings: Set
 @router.get(
     "/cost",
     response_model=CostResponse,
-    summary="What one attention layer and the whole model cost: parameters, memory, FLOPs, FlashAttention",
+    summary="What one attention layer and the whole model cost: parameters, memory, FLOPs, FlashAttention, "
+            "KV cache",
     description=(
-        "For sizes E = `d_model`, H = `n_heads` (D = E/H), L = `n_layers`, S = `seq_len`, B = `batch` and "
-        "b = `bytes` per number, or for a served `model`'s E, H and L (S defaults to its max_tokens): "
+        "For sizes E = `d_model`, H = `n_heads` (D = E/H), G = `n_kv_heads` (key-value heads, default H; "
+        "G < H is grouped-query attention), L = `n_layers`, S = `seq_len`, B = `batch` and "
+        "b = `bytes` per number, or for a served `model`'s E, H, G, L and head width D (S defaults to its "
+        "max_tokens; a model whose D is not E/H, such as Qwen3, has H·D in place of E in the formulas): "
         "`per_layer` gives each quantity with its formula and the formula with the numbers filled in, "
-        "`total` the same quantities times L, and `curve` one layer's attention-matrix bytes and FlashAttention "
-        "working-set bytes against S. Quantities: " + ", ".join(f"`{q}`" for q in QUANTITIES) + ". Every number "
+        "`total` the same quantities times L, and `curve` one layer's attention-matrix bytes, FlashAttention "
+        "working-set bytes and KV-cache bytes against S. Quantities: "
+        + ", ".join(f"`{q}`" for q in QUANTITIES) + ". Every number "
         f"is an exact integer of at most 2^53 - 1 = {MAX_EXACT} (what a JSON client reading float64 keeps "
         "exact). Rules between the parameters, answered 422 with `errors[0].loc` naming the parameter, "
         "`errors[0].type` the rule and `errors[0].ctx` its numbers: "
@@ -105,13 +109,15 @@ def cost_of_attention(query: Annotated[CostQuery, Query()], hub: Hub) -> Respons
     if query.model is not None:
         spec, model = hub.get(query.model)
         cfg = model.cfg
-        served = (spec.id, cfg.d_model, cfg.n_heads, cfg.n_layers, model.tokenizer.max_tokens)
+        served = Served(spec.id, cfg.d_model, cfg.n_heads, cfg.n_layers, model.tokenizer.max_tokens, cfg.kv_heads,
+                        cfg.d_head)
     sizes = request_sizes(query.d_model, query.n_heads, query.n_layers, query.seq_len, query.batch,
-                          query.bytes_per_number, query.bias, served)
+                          query.bytes_per_number, query.bias, served, query.n_kv_heads)
     answer = cost(sizes)
     body = CostResponse.model_validate({
-        "sizes": {"model": None if served is None else served[0], "d_model": sizes.d_model,
-                  "n_heads": sizes.n_heads, "d_head": sizes.d_head, "n_layers": sizes.n_layers,
+        "sizes": {"model": None if served is None else served.id, "d_model": sizes.d_model,
+                  "n_heads": sizes.n_heads, "n_kv_heads": sizes.kv_heads, "d_head": sizes.d_head,
+                  "n_layers": sizes.n_layers,
                   "seq_len": sizes.seq_len, "batch": sizes.batch, "bytes": sizes.bytes_per_number,
                   "bias": sizes.bias},
         "per_layer": {name: vars(q) for name, q in answer.per_layer.items()},

@@ -98,14 +98,18 @@ class CostQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(
-        None, description=MODEL_DOC.replace("null means the default", "when given, its d_model, n_heads and "
-                                            "n_layers are used (leave those out)"),
+        None, description=MODEL_DOC.replace("null means the default", "when given, its d_model, n_heads, "
+                                            "n_kv_heads, n_layers and head width are used (leave those out)"),
         examples=["minilm"],
     )
     d_model: Width | None = Field(
         None, description=f"E, the model width; default {DEFAULT_D_MODEL} (with model: the model's).")
     n_heads: Width | None = Field(
         None, description=f"H, which must divide d_model (else 422 cost_heads_divide); default {DEFAULT_HEADS}.")
+    n_kv_heads: Width | None = Field(
+        None, description="G, the key-value heads, each shared by H / G query heads (G < H: grouped-query "
+        "attention, G = 1: multi-query); must divide n_heads (else 422 cost_kv_heads_divide); default n_heads "
+        "(with model: the model's).")
     n_layers: Layers | None = Field(
         None, description="L, the layers the totals are for; default 1 (with model: the model's).")
     seq_len: Length | None = Field(
@@ -121,7 +125,7 @@ class CostQuery(BaseModel):
 
 class Formula(BaseModel):
     value: int = Field(description="Exact, at most 2^53 - 1.")
-    formula: str = Field(description="In the symbols E, H, D, S, B, b, e.g. \"B·H·S²·b\".")
+    formula: str = Field(description="In the symbols E, H, G, D, S, B, b, e.g. \"B·H·S²·b\".")
     filled: str = Field(description="The same with the numbers in, e.g. \"1·64·100000²·2\"; read as arithmetic "
                         "(· multiplies, ² is a square) it equals value.")
 
@@ -130,7 +134,8 @@ class CostSizes(BaseModel):
     model: str | None = Field(description="The model whose sizes these are, or null.")
     d_model: int
     n_heads: int
-    d_head: int = Field(description="D = d_model / n_heads.")
+    n_kv_heads: int = Field(description="G, the key-value heads (n_heads unless grouped-query attention).")
+    d_head: int = Field(description="D = d_model / n_heads, or a model's own head width (e.g. Qwen3's head_dim).")
     n_layers: int
     seq_len: int
     batch: int
@@ -141,17 +146,25 @@ class CostSizes(BaseModel):
 class LayerCost(BaseModel):
     """One attention layer."""
 
-    parameters: Formula = Field(description="Numbers in W_q, W_k, W_v, W_o (and their biases): 4·E² + 4·E, or 4·E².")
+    parameters: Formula = Field(description="Numbers in W_q, W_o (E x E) and W_k, W_v (E x G·D) and their biases: "
+                                "2·E² + 2·E·G·D + 2·E + 2·G·D, written 4·E² + 4·E when G = H (without biases "
+                                "2·E² + 2·E·G·D, or 4·E²).")
     parameter_bytes: Formula = Field(description="The parameters at b bytes each.")
     attention_matrix_bytes: Formula = Field(description="The attention weights A: B·H·S² numbers, times b.")
-    cache_bytes: Formula = Field(description="What the backward keeps from the forward: x, Q, K, V, ctx "
-                                 "(B·S·E each) and A (B·H·S²): (5·B·S·E + B·H·S²)·b.")
+    cache_bytes: Formula = Field(description="What the backward keeps from the forward: x, Q, ctx (B·S·E each), "
+                                 "K, V (B·S·G·D each) and A (B·H·S²): (3·B·S·E + 2·B·S·G·D + B·H·S²)·b, written "
+                                 "(5·B·S·E + B·H·S²)·b when G = H.")
     flops: Formula = Field(description="The forward's matrix products, 2 FLOPs per multiply-add: projections "
-                           "8·B·S·E², scores and weighted sum 4·B·S²·E (biases, scale, softmax not counted).")
+                           "4·B·S·E² + 4·B·S·E·G·D (8·B·S·E² when G = H), scores and weighted sum 4·B·S²·E "
+                           "(biases, scale, softmax not counted).")
     flash_attention_bytes: Formula = Field(
         description="FlashAttention's working set beyond Q, K, V: the output O (B·H·S·D numbers) and the softmax "
         "statistics m and ℓ of every query row (2·B·H·S), times b; linear in S (the S x S matrix is never stored, "
         "its fixed-size on-chip tiles are not counted).")
+    kv_cache_bytes: Formula = Field(
+        description="The KV cache: the keys and values of every token so far, which a decoder keeps to generate "
+        "the next token: 2·B·S·G·D·b (K and V, B·S·G·D numbers each); multi-head attention (G = H) keeps H/G "
+        "times as much.")
 
 
 class ModelCost(BaseModel):
@@ -163,6 +176,7 @@ class ModelCost(BaseModel):
     cache_bytes: int
     flops: int
     flash_attention_bytes: int
+    kv_cache_bytes: int
 
 
 class CostCurve(BaseModel):
@@ -172,6 +186,7 @@ class CostCurve(BaseModel):
     seq_len: list[int]
     attention_matrix_bytes: list[int] = Field(description="B·H·S²·b at each S.")
     flash_attention_bytes: list[int] = Field(description="(B·H·S·D + 2·B·H·S)·b at each S.")
+    kv_cache_bytes: list[int] = Field(description="2·B·S·G·D·b at each S.")
 
 
 class CostResponse(BaseModel):

@@ -211,19 +211,30 @@ export function predictIris(body) {
 
 /**
  * GET /api/v1/cost: parameters, memory and FLOPs of one attention layer and of L layers, each with its
- * formula filled in, and one layer's memory against S (`curve`), for standard attention and FlashAttention.
- * @param {{d_model: number, n_heads: number, seq_len: number, batch: number, n_layers: number,
- *          bytes: number, bias: boolean}} sizes
+ * formula filled in, and one layer's memory against S (`curve`), for standard attention, FlashAttention
+ * and the KV cache.
+ * @param {{d_model: number, n_heads: number, n_kv_heads: number, seq_len: number, batch: number,
+ *          n_layers: number, bytes: number, bias: boolean}} sizes
  * @returns {Promise<{sizes: object, per_layer: Object<string, {value: number, formula: string, filled: string}>,
  *   total: Object<string, number>, curve: {seq_len: number[], attention_matrix_bytes: number[],
- *   flash_attention_bytes: number[]}, max_exact: number}>}
+ *   flash_attention_bytes: number[], kv_cache_bytes: number[]}, max_exact: number}>}
  */
-export function getCost({ d_model, n_heads, seq_len, batch, n_layers, bytes, bias }) {
+export function getCost({ d_model, n_heads, n_kv_heads, seq_len, batch, n_layers, bytes, bias }) {
   const params = new URLSearchParams({
-    d_model: String(d_model), n_heads: String(n_heads), seq_len: String(seq_len), batch: String(batch),
-    n_layers: String(n_layers), bytes: String(bytes), bias: String(bias),
+    d_model: String(d_model), n_heads: String(n_heads), n_kv_heads: String(n_kv_heads), seq_len: String(seq_len),
+    batch: String(batch), n_layers: String(n_layers), bytes: String(bytes), bias: String(bias),
   });
   return requestJson(`/api/v1/cost?${params}`);
+}
+
+/**
+ * The CPU measurements of bench/flash_sweep.py, a static file written by the benchmark (nothing runs here).
+ * @returns {Promise<{machine: object, d_head: number, block: number[], naive_max_matrix_bytes: number,
+ *   lengths: number[], results: Array<{method: string, n: number, seconds?: number, peak_rss_bytes?: number,
+ *   refused?: string}>}>}
+ */
+export function getFlashSweep() {
+  return requestJson('/static/data/flash-sweep.json');
 }
 
 /**

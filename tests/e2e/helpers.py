@@ -68,6 +68,7 @@ NOTATION = {
     "Adam", "SGD", "ReLU", "PyTorch",  # the Iris page: the optimizers' and the activation's own names
     "FlashAttention", "FLOPs", "Dao", "GPU", "ctx", "KiB", "MiB", "GiB", "TiB", "PiB",  # the cost page: names, units
     "torch", "autograd",  # the /toy backward pass: the reference it is checked against (torch.autograd)
+    "SDPA", "Python", "CPU", "CPUs",  # the cost page's measured sweep: torch's scaled_dot_product_attention, the language
     "Abnar", "Zuidema", "Kobayashi", "Clark",  # the explorer's analyses: the authors of the methods it cites
 }
 

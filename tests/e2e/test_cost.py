@@ -3,13 +3,17 @@ the plot against GET /api/v1/cost fetched by the test, the URL state, refusals, 
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from .helpers import english_left, switch_to_chinese
+
+SWEEP_FILE = Path(__file__).resolve().parents[2] / "static" / "data" / "flash-sweep.json"
 
 
 def wait_drawn(page: Page, query: str = "", whole: bool = False) -> None:
@@ -36,6 +40,7 @@ def test_the_notes_example_reads_1192_gib(page: Page, api):
     page.locator('#cost-preset-buttons button[data-preset-id="notes"]').click()
     wait_drawn(page, "?d_model=4096&n_heads=64&seq_len=100000&bytes=2")
     expect(page.locator('button[data-preset-id="notes"]')).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#cost-kv-heads")).to_have_value("64")
     assert query_of(page) == {"d_model": "4096", "n_heads": "64", "seq_len": "100000", "bytes": "2"}
     expect(page.locator("#cost-seq-len")).to_have_value("100000")
     expect(page.locator("#cost-heads")).to_have_value("64")
@@ -58,14 +63,18 @@ def test_the_notes_example_reads_1192_gib(page: Page, api):
     assert shown(page, "cache_bytes") == (5 * s * e + h * s * s) * 2
     assert shown(page, "flops") == 8 * s * e * e + 4 * s * s * e
     assert shown(page, "flash_attention_bytes") == (h * s * d + 2 * h * s) * 2 == 844_800_000
+    assert shown(page, "kv_cache_bytes") == 2 * s * h * d * 2 == 1_638_400_000  # G = H = 64
     assert shown(page, "attention_matrix_bytes", "total") == matrix  # one layer
+    expect(page.locator("#cost-gqa")).to_be_hidden()  # multi-head attention: nothing to compare
+    expect(page.locator(".cost-mha")).to_have_count(0)
 
     # the plot draws the API's curve, fetched here
     curve = api.get("/api/v1/cost", params={"d_model": e, "n_heads": h, "seq_len": s, "bytes": 2}).json()["curve"]
     data = page.evaluate("() => document.getElementById('plot-memory').data.map((d) => ({x: d.x, y: d.y}))")
     assert data[0] == {"x": curve["seq_len"], "y": curve["attention_matrix_bytes"]}
     assert data[1] == {"x": curve["seq_len"], "y": curve["flash_attention_bytes"]}
-    assert data[2] == {"x": [s, s], "y": [matrix, 844_800_000]}  # the current S, marked on both lines
+    assert data[2] == {"x": curve["seq_len"], "y": curve["kv_cache_bytes"]}
+    assert data[3] == {"x": [s, s, s], "y": [matrix, 844_800_000, 1_638_400_000]}  # the current S on each line
     assert page.evaluate("() => document.getElementById('plot-memory').layout.xaxis.type") == "log"
     assert page.evaluate("() => document.getElementById('plot-memory').layout.yaxis.type") == "log"
 
@@ -156,6 +165,13 @@ def test_chinese_has_no_english_left(page: Page):
     assert english_left(page) == []
     legend = page.evaluate("() => document.getElementById('plot-memory').data.map((d) => d.name)")
     assert legend[0].startswith("标准注意力") and legend[1].startswith("FlashAttention：")
+    assert legend[2].startswith("KV 缓存")
+    # grouped-query attention's caption, and the measured sweep below, in Chinese
+    page.locator("#cost-kv-heads").fill("8")
+    wait_drawn(page, "?d_model=4096&n_heads=64&n_kv_heads=8&seq_len=100000&bytes=2")
+    expect(page.locator("#cost-gqa")).to_contain_text("分组查询注意力")
+    expect(page.locator("#sweep")).to_have_attribute("data-drawn", "true")
+    assert english_left(page) == []
     # a refusal in Chinese, and a number out of range
     page.locator("#cost-heads").fill("7")
     expect(page.locator("#cost-invalid")).to_contain_text("H = 7 不能整除 E = 4096")
@@ -166,12 +182,141 @@ def test_chinese_has_no_english_left(page: Page):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_800_px_has_no_horizontal_overflow(page: Page, lang: str):
-    page.set_viewport_size({"width": 800, "height": 900})
-    page.goto(f"/cost?d_model=4096&n_heads=64&seq_len=100000&bytes=2&n_layers=24&lang={lang}")
+@pytest.mark.parametrize("width", [800, 390])
+def test_narrow_screens_have_no_horizontal_overflow(page: Page, lang: str, width: int):
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"/cost?d_model=4096&n_heads=64&n_kv_heads=8&seq_len=100000&bytes=2&n_layers=24&lang={lang}")
     wait_drawn(page)
-    assert page.evaluate("() => document.documentElement.scrollWidth") <= 800
+    expect(page.locator("#sweep")).to_have_attribute("data-drawn", "true")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
     table = page.locator("#cost-table").bounding_box()
-    assert table["x"] + table["width"] <= 800
+    assert table["x"] + table["width"] <= width
     plot = page.locator("#plot-memory").bounding_box()
-    assert plot["width"] > 600  # the plot takes the width it has
+    assert plot["width"] > width * 0.75  # the plot takes the width it has
+    for plot_id in ("plot-sweep-memory", "plot-sweep-time"):
+        box = page.locator(f"#{plot_id}").bounding_box()
+        assert box["x"] + box["width"] <= width and box["width"] > width * 0.75
+
+
+# ---- grouped-query attention and the KV cache ------------------------------------------------------
+
+
+def both_units(n: int) -> str:
+    """n bytes as the page writes them: decimal and binary units, 3 significant digits, then the digits."""
+    def unit(base: int, names: list[str]) -> str:
+        i = 0
+        while i < len(names) - 1 and n >= base ** (i + 1):
+            i += 1
+        return f"{float(f'{n / base**i:.3g}'):g} {names[i]}"
+    return f"{unit(1000, ['B', 'kB', 'MB', 'GB', 'TB'])} · {unit(1024, ['B', 'KiB', 'MiB', 'GiB', 'TiB'])} ({n:,} bytes)"
+
+
+@pytest.mark.expect_http_errors(422)
+def test_grouped_query_attention_shows_the_kv_cache_it_saves(page: Page):
+    page.goto("/cost?n_kv_heads=2")
+    wait_drawn(page, "?n_kv_heads=2", whole=True)
+    expect(page.locator("#cost-kv-heads")).to_have_value("2")
+    # E = 512, H = 8, G = 2, D = 64, S = 1024, fp32: K and V of 1024 tokens at 2 heads
+    kv = 2 * 1024 * 2 * 64 * 4
+    mha = 2 * 1024 * 8 * 64 * 4
+    assert (kv, mha, mha // kv) == (1_048_576, 4_194_304, 4)
+    assert shown(page, "kv_cache_bytes") == kv
+    expect(cell(page, "kv_cache_bytes")).to_contain_text("2·B·S·G·D·b = 2·1·1024·2·64·4")
+    expect(cell(page, "kv_cache_bytes")).to_contain_text("1.05 MB · 1 MiB")
+    beside = cell(page, "kv_cache_bytes").locator(".cost-mha")
+    expect(beside).to_have_attribute("data-mha", str(mha))
+    expect(beside).to_have_text("multi-head attention (G = H = 8): 4.19 MB · 4 MiB (4,194,304 bytes), "
+                                "H / G = 4 times as much")
+    assert shown(page, "parameters") == 2 * 512**2 + 2 * 512 * 128 + 2 * 512 + 2 * 128
+    expect(cell(page, "parameters")).to_contain_text("2·E² + 2·E·G·D + 2·E + 2·G·D = 2·512² + 2·512·2·64")
+    caption = page.locator("#cost-gqa")
+    expect(caption).to_be_visible()
+    assert both_units(mha - kv) == "3.15 MB · 3 MiB (3,145,728 bytes)"
+    expect(caption).to_contain_text(
+        f"the H = 8 query heads share G = 2 key-value heads, 4 query heads each, so the KV cache holds G / H = 2/8 "
+        f"of what multi-head attention keeps: {both_units(kv)} instead of {both_units(mha)} per layer, "
+        f"{both_units(mha - kv)} less; for all L = 1 layers {both_units(kv)} instead of {both_units(mha)}.")
+    data = page.evaluate("() => document.getElementById('plot-memory').data.map((d) => ({x: d.x, y: d.y}))")
+    assert data[2]["y"] == [2 * n * 2 * 64 * 4 for n in data[2]["x"]]
+
+    # G = H: multi-head attention, no comparison, no caption, and the URL leaves G out
+    page.locator("#cost-kv-heads").fill("8")
+    wait_drawn(page, "", whole=True)
+    assert shown(page, "kv_cache_bytes") == mha
+    expect(caption).to_be_hidden()
+    expect(page.locator(".cost-mha")).to_have_count(0)
+    expect(cell(page, "parameters")).to_contain_text("4·E² + 4·E = 4·512² + 4·512")
+
+    # while G = H, a new H takes G with it
+    page.locator("#cost-heads").fill("16")
+    wait_drawn(page, "?n_heads=16", whole=True)
+    expect(page.locator("#cost-kv-heads")).to_have_value("16")
+    expect(caption).to_be_hidden()
+    # a G that does not divide H is refused, worded from the rule
+    page.locator("#cost-kv-heads").fill("3")
+    expect(page.locator("#cost-invalid")).to_have_text(
+        "G = 3 does not divide H = 16: each key-value head is shared by H / G query heads, so pick a divisor of H, "
+        "e.g. 2 or 4.")
+    expect(page.locator("#cost-kv-heads")).to_have_attribute("aria-invalid", "true")
+    page.locator("#cost-kv-heads").fill("4")
+    wait_drawn(page, "?n_heads=16&n_kv_heads=4", whole=True)
+    assert shown(page, "kv_cache_bytes") == 2 * 1024 * 4 * 32 * 4
+    expect(caption).to_contain_text("the H = 16 query heads share G = 4 key-value heads")
+    assert shown(page, "kv_cache_bytes", "total") == 2 * 1024 * 4 * 32 * 4  # L = 1
+
+
+# ---- measured here: the committed sweep -------------------------------------------------------------
+
+
+def test_the_measured_sweep_is_the_committed_files(page: Page):
+    sweep = json.loads(SWEEP_FILE.read_text(encoding="utf-8"))
+    page.goto("/cost")
+    expect(page.locator("#sweep")).to_have_attribute("data-drawn", "true")
+    results = {(r["method"], r["n"]): r for r in sweep["results"]}
+    lengths = sorted({n for _, n in results})
+    assert lengths == sweep["lengths"]
+    rows = page.locator("#sweep-rows tr")
+    expect(rows).to_have_count(len(lengths))
+    for n in lengths:
+        for method in ("naive", "tiled", "sdpa"):
+            td = page.locator(f'#sweep-rows tr[data-n="{n}"] td[data-method="{method}"]')
+            r = results[(method, n)]
+            if "refused" in r:
+                expect(td).to_have_attribute("data-refused", "true")
+                matrix_gib = 4 * n * n / 2**30
+                expect(td).to_have_text(f"not run: a {matrix_gib:g} GiB matrix, over the bound of "
+                                        f"{sweep['naive_max_matrix_bytes'] / 2**30:g} GiB")
+            else:
+                assert float(td.get_attribute("data-seconds")) == r["seconds"]
+                assert int(td.get_attribute("data-bytes")) == r["peak_rss_bytes"]
+    # the plots draw the file's numbers: every measured point (a peak of 0 bytes cannot sit on a log axis)
+    memory = page.evaluate("() => document.getElementById('plot-sweep-memory').data.map((d) => ({x: d.x, y: d.y}))")
+    times = page.evaluate("() => document.getElementById('plot-sweep-time').data.map((d) => ({x: d.x, y: d.y}))")
+    for i, method in enumerate(("naive", "tiled", "sdpa")):
+        ran = [n for n in lengths if "refused" not in results[(method, n)]]
+        assert times[i] == {"x": ran, "y": [results[(method, n)]["seconds"] for n in ran]}
+        kept = [n for n in ran if results[(method, n)]["peak_rss_bytes"] > 0]
+        assert memory[i] == {"x": kept, "y": [results[(method, n)]["peak_rss_bytes"] for n in kept]}
+    assert memory[3] == {"x": lengths, "y": [4 * n * n for n in lengths]}  # one N × N float32 matrix
+
+    # the captions: recomputed here from the file
+    top = max(n for n in lengths if all("refused" not in results[(m, n)] for m in ("naive", "tiled", "sdpa")))
+    naive = results[("naive", top)]["peak_rss_bytes"]
+    ratio = float(f"{naive / (4 * top * top):.3g}")
+    expect(page.locator("#sweep-memory-caption")).to_contain_text(
+        f"At N = {top:,} the naive computation’s peak memory grew by")
+    expect(page.locator("#sweep-memory-caption")).to_contain_text(f"{ratio:g} times one N × N matrix")
+    refused = [n for n in lengths if "refused" in results[("naive", n)]]
+    if refused:
+        expect(page.locator("#sweep-memory-caption")).to_contain_text(f"The naive one was not run at N = {refused[0]:,}")
+    ranked = sorted(("naive", "tiled", "sdpa"), key=lambda m: results[(m, top)]["seconds"])
+    names = {"naive": "naive (matrix written out)", "tiled": "tiled (FlashAttention)", "sdpa": "torch SDPA"}
+    expect(page.locator("#sweep-time-caption")).to_contain_text(
+        f"At N = {top:,} the fastest was {names[ranked[0]]}")
+    expect(page.locator("#sweep-time-caption")).to_contain_text(f"and the slowest {names[ranked[-1]]}")
+    machine = sweep["machine"]
+    expect(page.locator("#sweep-machine")).to_contain_text(f"{machine['cpu_count']} CPUs · torch {machine['torch']}")
+    if machine.get("note"):
+        expect(page.locator("#sweep-machine")).to_contain_text("Measured under load")
+    else:
+        expect(page.locator("#sweep-machine")).not_to_contain_text("under load")

@@ -12,7 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from model.checkpoints.registry import minilm_dir
 from model.lab import cost
-from model.lab.cost import MAX_EXACT, CostError, Sizes
+from model.lab.cost import MAX_EXACT, CostError, Served, Sizes
 from model.nets.attention import MultiHeadAttention
 
 
@@ -51,6 +51,8 @@ def test_the_iris_layer():
     assert c.per_layer["flops"].value == 32768 + 8192 == 40960
     # O: 16 x 2 x 4 x 4 = 512 numbers; m and l: 2 x 16 x 2 x 4 = 256
     assert c.per_layer["flash_attention_bytes"].value == (512 + 256) * 8 == 6144
+    # K and V of the 4 tokens: 2 x 16 x 4 x 8 = 1024 numbers
+    assert c.per_layer["kv_cache_bytes"].value == 1024 * 8 == 8192
     assert c.total == {name: q.value for name, q in c.per_layer.items()}  # one layer
 
 
@@ -121,6 +123,8 @@ def test_flops_equal_torchs_count_of_a_real_forward(batch, seq_len, d_model, n_h
 
 @pytest.mark.parametrize("s", [
     Sizes(1024, 64, 100_000, 1, 2), Sizes(8, 2, 4, 16, 8), Sizes(384, 12, 512, 3, 4, False, 6), Sizes(1, 1, 1, 1, 1),
+    Sizes(4096, 32, 8192, 1, 2, True, 32, 8), Sizes(4096, 32, 8192, 2, 2, False, 32, 1),
+    Sizes(32, 4, 100, 3, 4, True, 2, 2, 16), Sizes(1024, 16, 4096, 1, 2, False, 28, 8, 128),
 ])
 def test_filled_formulas_evaluate_to_their_values(s):
     c = cost.cost(s)
@@ -196,7 +200,7 @@ def test_rules_between_the_sizes():
 
 
 def test_sizes_of_a_request():
-    minilm = ("minilm", 384, 12, 6, 512)
+    minilm = Served("minilm", 384, 12, 6, 512)
     assert cost.request_sizes(None, None, None, None, 1, 4, True, minilm) == Sizes(384, 12, 512, 1, 4, True, 6)
     assert cost.request_sizes(None, None, None, 128, 2, 2, False, minilm) == Sizes(384, 12, 128, 2, 2, False, 6)
     assert cost.request_sizes(None, None, None, None, 1, 4, True) == Sizes(512, 8, 1024, 1, 4, True, 1)
@@ -209,3 +213,104 @@ def test_sizes_of_a_request():
     with pytest.raises(CostError) as caught:
         cost.request_sizes(None, None, None, 513, 1, 4, True, minilm)
     assert caught.value.ctx == {"seq_len": 513, "max_tokens": 512, "model": "minilm"}
+
+
+# ---- grouped-query attention and the KV cache ------------------------------------------------------
+
+
+def numbers(*shapes: tuple[int, ...]) -> int:
+    """How many numbers tensors of these shapes hold, counted by torch."""
+    return sum(torch.empty(*shape).numel() for shape in shapes)
+
+
+@pytest.mark.parametrize(("batch", "seq_len", "d_model", "n_heads", "n_kv_heads", "head_dim"), [
+    (1, 4, 8, 2, 2, None), (2, 7, 32, 4, 2, None), (3, 5, 48, 8, 1, None), (1, 9, 64, 8, 4, None),
+    (2, 6, 32, 4, 2, 16),  # Qwen3's way: H·D = 64 != E = 32
+])
+def test_gqa_against_tensors_counted_here(batch, seq_len, d_model, n_heads, n_kv_heads, head_dim):
+    """Every memory quantity is the numbers of the tensors of its shapes, written out here; the parameters
+    are a real module's, and the FLOPs those FlopCounterMode counts in its forward."""
+    s = Sizes(d_model, n_heads, seq_len, batch, 4, True, 1, n_kv_heads, head_dim)
+    d = d_model // n_heads if head_dim is None else head_dim
+    c = cost.cost(s)
+    value = {name: q.value for name, q in c.per_layer.items()}
+    b, n, e, h, g = batch, seq_len, d_model, n_heads, n_kv_heads
+    # the keys and values a decoder keeps: torch.empty(B, G, S, D) each
+    assert value["kv_cache_bytes"] == numbers((b, g, n, d), (b, g, n, d)) * 4
+    assert value["kv_cache_bytes"] == 2 * b * n * g * d * 4
+    # the backward's: x (B, S, E), Q and ctx (B, H, S, D), K and V (B, G, S, D), A (B, H, S, S)
+    assert value["cache_bytes"] == numbers((b, n, e), (b, h, n, d), (b, h, n, d), (b, g, n, d), (b, g, n, d),
+                                           (b, h, n, n)) * 4
+    assert value["attention_matrix_bytes"] == numbers((b, h, n, n)) * 4
+    assert value["flash_attention_bytes"] == numbers((b, h, n, d), (b, h, n), (b, h, n)) * 4
+    layer = MultiHeadAttention(e, h, d_keys=head_dim, d_values=head_dim, n_kv_heads=g).double()
+    # W_q (E x H·D), W_k, W_v (E x G·D), W_o (H·D x E), and their biases
+    assert value["parameters"] == sum(p.numel() for p in layer.parameters())
+    assert value["parameters"] == numbers((e, h * d), (e, g * d), (e, g * d), (h * d, e), (h * d,), (g * d,),
+                                          (g * d,), (e,))
+    weights = sum(p.numel() for name, p in layer.named_parameters() if name.endswith("weight"))
+    assert cost.cost(Sizes(e, h, n, b, 4, False, 1, g, head_dim)).per_layer["parameters"].value == weights
+    x = torch.randn(b, n, e, dtype=torch.float64)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        layer(x)
+    assert value["flops"] == counter.get_total_flops()
+
+
+def test_gqa_written_forms():
+    mha = cost.cost(Sizes(512, 8, 1024, n_kv_heads=8)).per_layer
+    assert mha == cost.cost(Sizes(512, 8, 1024)).per_layer  # G = H: nothing changes
+    assert (mha["parameters"].formula, mha["parameters"].filled) == ("4·E² + 4·E", "4·512² + 4·512")
+    assert mha["cache_bytes"].formula == "(5·B·S·E + B·H·S²)·b"
+    assert mha["flops"].formula == "8·B·S·E² + 4·B·S²·E"
+    assert (mha["kv_cache_bytes"].formula, mha["kv_cache_bytes"].filled) == ("2·B·S·G·D·b", "2·1·1024·8·64·4")
+    gqa = cost.cost(Sizes(512, 8, 1024, n_kv_heads=2)).per_layer
+    assert (gqa["parameters"].formula, gqa["parameters"].filled) == (
+        "2·E² + 2·E·G·D + 2·E + 2·G·D", "2·512² + 2·512·2·64 + 2·512 + 2·2·64")
+    assert gqa["parameters"].value == 2 * 512**2 + 2 * 512 * 128 + 2 * 512 + 2 * 128 == 656_640
+    assert gqa["kv_cache_bytes"].value == 2 * 1024 * 2 * 64 * 4 == mha["kv_cache_bytes"].value // 4
+    assert gqa["attention_matrix_bytes"] == mha["attention_matrix_bytes"]
+    # the scores' FLOPs do not change, the projections of K and V shrink to G·D columns
+    assert mha["flops"].value - gqa["flops"].value == 2 * 2 * 1024 * 512 * (512 - 128)
+    own = cost.cost(Sizes(32, 4, 10, n_kv_heads=2, head_dim=16)).per_layer
+    assert own["parameters"].formula == "2·E·H·D + 2·E·G·D + H·D + E + 2·G·D"
+    assert own["flops"].formula == "4·B·S·E·H·D + 4·B·S·E·G·D + 4·B·S²·H·D"
+
+
+def test_the_kv_cache_of_a_llama_3_8b_shaped_layer():
+    """E = 4096, H = 32, G = 8, D = 128, 8192 tokens in bf16, 32 layers: 1 GiB of keys and values."""
+    c = cost.cost(Sizes(4096, 32, 8192, 1, 2, False, 32, 8))
+    assert c.per_layer["kv_cache_bytes"].value == 2 * 8192 * 8 * 128 * 2 == 33_554_432
+    assert c.total["kv_cache_bytes"] == 32 * 33_554_432 == 2**30
+    assert c.per_layer["parameters"].value == 2 * 4096**2 + 2 * 4096 * 1024 == 41_943_040
+
+
+def test_the_curve_has_the_kv_cache():
+    s = Sizes(64, 8, 300, 2, 2, n_kv_heads=2)
+    curve = cost.cost(s).curve
+    assert curve.kv_cache_bytes == [2 * 2 * n * 2 * 8 * 2 for n in curve.seq_len]
+    at = curve.seq_len.index(300)
+    assert curve.kv_cache_bytes[at] == cost.cost(s).per_layer["kv_cache_bytes"].value
+    assert len(curve.kv_cache_bytes) == len(curve.attention_matrix_bytes) == len(curve.flash_attention_bytes)
+
+
+def test_kv_heads_must_divide_heads():
+    for g, advice in ((3, "send 2 or 4"), (5, "send 4 or 8"), (16, "send 8"), (7, "send 4 or 8")):
+        with pytest.raises(CostError) as caught:
+            cost.cost(Sizes(512, 8, 16, n_kv_heads=g))
+        assert (caught.value.type, caught.value.loc, caught.value.ctx) == (
+            "cost_kv_heads_divide", ("n_kv_heads",), {"n_kv_heads": g, "n_heads": 8})
+        assert advice in str(caught.value)
+    for g in (1, 2, 4, 8):
+        cost.cost(Sizes(512, 8, 16, n_kv_heads=g))
+
+
+def test_sizes_of_a_model_with_kv_heads_and_its_own_head_width():
+    mistral = Served("tiny-mistral", 32, 4, 2, 64, 2, 8)
+    assert cost.request_sizes(None, None, None, None, 1, 4, True, mistral) == Sizes(32, 4, 64, 1, 4, True, 2, 2)
+    qwen3 = Served("tiny-qwen3", 32, 4, 2, 64, 2, 16)
+    sizes = cost.request_sizes(None, None, None, 10, 1, 4, True, qwen3)
+    assert sizes == Sizes(32, 4, 10, 1, 4, True, 2, 2, 16) and sizes.d_head == 16 and sizes.q_width == 64
+    with pytest.raises(CostError) as caught:
+        cost.request_sizes(None, None, None, None, 1, 4, True, mistral, n_kv_heads=1)
+    assert caught.value.ctx == {"parameter": "n_kv_heads", "model": "tiny-mistral"}
+    assert cost.request_sizes(64, 8, None, 10, 1, 4, True, None, n_kv_heads=2) == Sizes(64, 8, 10, 1, 4, True, 1, 2)

@@ -60,6 +60,7 @@ DOCUMENTED_RULES = {
     "positions_learned_length": (422, "learned positions"),
     # GET /cost: rules between its parameters or on the model (model/lab/cost.py COST_RULES)
     "cost_heads_divide": (422, "does not divide d_model"),
+    "cost_kv_heads_divide": (422, "does not divide n_heads"),
     "cost_not_exact": (422, "largest integer a JSON client keeps exact"),
     "cost_model_sizes": (422, "is fixed by model"),
     "cost_model_seq_len": (422, "takes at most"),
@@ -70,7 +71,7 @@ DOCUMENTED_RULES = {
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
               "additive", "hidden_keys", "positions", "upstream"}
 POSITIONS_FIELDS = {"d_model", "length"}
-COST_FIELDS = {"d_model", "n_heads", "n_layers", "seq_len"}
+COST_FIELDS = {"d_model", "n_heads", "n_kv_heads", "n_layers", "seq_len"}
 
 
 def documented_rule(status: int, body: object) -> str | None:

@@ -11,6 +11,7 @@ const SUPERSCRIPT = { '-': '⁻', 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴',
 
 export const STANDARD_COLOUR = '#c92a2a';
 export const FLASH_COLOUR = '#2457c5';
+export const KV_COLOUR = '#2b8a3e';
 
 /** Exact digits with the locale's grouping: 1280000000000 -> "1,280,000,000,000". */
 export function exact(n, locale = 'en') {
@@ -81,16 +82,17 @@ export function byteTicks(low, high) {
 }
 
 /**
- * One layer's memory against S on log–log axes: the standard attention matrix (B·H·S²·b) and
- * FlashAttention's working set ((B·H·S·D + 2·B·H·S)·b), as GET /api/v1/cost's `curve` gives them,
- * with the current S marked on both.
- * @param {{seq_len: number[], attention_matrix_bytes: number[], flash_attention_bytes: number[]}} curve
+ * One layer's memory against S on log–log axes: the standard attention matrix (B·H·S²·b),
+ * FlashAttention's working set ((B·H·S·D + 2·B·H·S)·b) and the KV cache (2·B·S·G·D·b), as GET
+ * /api/v1/cost's `curve` gives them, with the current S marked on each.
+ * @param {{seq_len: number[], attention_matrix_bytes: number[], flash_attention_bytes: number[],
+ *   kv_cache_bytes: number[]}} curve
  * @param {number} seqLen the current S (one of curve.seq_len)
  */
 export function memoryFigure(curve, seqLen, { height = 380 } = {}) {
   const hover = (ys) => ys.map((y) => `${exact(y)} B · ${decimalBytes(y)} · ${binaryBytes(y)}`);
   const at = curve.seq_len.indexOf(seqLen);
-  const all = [...curve.attention_matrix_bytes, ...curve.flash_attention_bytes];
+  const all = [...curve.attention_matrix_bytes, ...curve.flash_attention_bytes, ...curve.kv_cache_bytes];
   const ticks = byteTicks(Math.min(...all), Math.max(...all));
   const line = (name, ys, colour, dash) => ({
     type: 'scatter',
@@ -106,14 +108,15 @@ export function memoryFigure(curve, seqLen, { height = 380 } = {}) {
   const data = [
     line(t('cost.plot.standard'), curve.attention_matrix_bytes, STANDARD_COLOUR, 'solid'),
     line(t('cost.plot.flash'), curve.flash_attention_bytes, FLASH_COLOUR, 'solid'),
+    line(t('cost.plot.kv'), curve.kv_cache_bytes, KV_COLOUR, 'dash'),
   ];
   if (at >= 0) {
-    const ys = [curve.attention_matrix_bytes[at], curve.flash_attention_bytes[at]];
+    const ys = [curve.attention_matrix_bytes[at], curve.flash_attention_bytes[at], curve.kv_cache_bytes[at]];
     data.push({
       type: 'scatter',
       mode: 'markers',
       name: t('cost.plot.current', { seqLen: exact(seqLen) }),
-      x: [seqLen, seqLen],
+      x: [seqLen, seqLen, seqLen],
       y: ys,
       customdata: hover(ys),
       marker: { size: 13, color: HIGHLIGHT, symbol: 'circle-open', line: { width: 3, color: HIGHLIGHT } },
@@ -141,4 +144,88 @@ export function memoryFigure(curve, seqLen, { height = 380 } = {}) {
       },
     },
   };
+}
+
+// ---- the measured sweep (bench/flash_sweep.py's file) -------------------------------------------
+
+export const SWEEP_METHODS = ['naive', 'tiled', 'sdpa'];
+const SWEEP_COLOURS = { naive: STANDARD_COLOUR, tiled: '#7048e8', sdpa: FLASH_COLOUR };
+
+/** The file's results as one row per N: {n, naive, tiled, sdpa}, each a result object (or undefined). */
+export function sweepRows(sweep) {
+  const lengths = [...new Set(sweep.results.map((r) => r.n))].sort((a, b) => a - b);
+  return lengths.map((n) => Object.fromEntries([
+    ['n', n], ...SWEEP_METHODS.map((m) => [m, sweep.results.find((r) => r.n === n && r.method === m)]),
+  ]));
+}
+
+/** Seconds in a readable unit: 0.000233 -> "233 µs", 0.0145 -> "14.5 ms", 1.63 -> "1.63 s". */
+export function duration(seconds) {
+  if (seconds < 1e-3) return `${significant(seconds * 1e6)} µs`;
+  if (seconds < 1) return `${significant(seconds * 1e3)} ms`;
+  return `${significant(seconds)} s`;
+}
+
+/** Tick labels of N: 256, 512, 1k, 2k, … (k = 1024: the lengths are powers of 2). */
+function lengthTicks(lengths) {
+  return { tickvals: lengths, ticktext: lengths.map((n) => (n >= 1024 && n % 1024 === 0 ? `${n / 1024}k` : String(n))) };
+}
+
+function sweepLayout(yTitle, height, lengths, extra = {}) {
+  return {
+    font: { family: FONT, size: 12, color: TEXT_COLOUR },
+    paper_bgcolor: '#ffffff',
+    plot_bgcolor: '#ffffff',
+    hoverlabel: { font: { family: FONT, size: 12 } },
+    height,
+    margin: { t: 8, r: 12, b: 48, l: 72 },
+    legend: { orientation: 'h', x: 0, y: 1.02, yanchor: 'bottom' },
+    xaxis: { type: 'log', title: { text: t('cost.sweep.x'), standoff: 6 }, gridcolor: '#eef0f4', ...lengthTicks(lengths) },
+    yaxis: { type: 'log', title: { text: yTitle, standoff: 6 }, gridcolor: '#eef0f4', ...extra },
+  };
+}
+
+/**
+ * The measured peak memory against N on log–log axes: one line per method (a refused case or a peak of
+ * 0 bytes, which a log axis cannot show, has no point), and the N × N float32 matrix 4·N² dotted.
+ */
+export function sweepMemoryFigure(sweep, { height = 340 } = {}) {
+  const rows = sweepRows(sweep);
+  const lines = SWEEP_METHODS.map((m) => {
+    const kept = rows.filter((r) => r[m] && !r[m].refused && r[m].peak_rss_bytes > 0);
+    const ys = kept.map((r) => r[m].peak_rss_bytes);
+    return {
+      type: 'scatter', mode: 'lines+markers', name: t(`cost.sweep.${m}`), x: kept.map((r) => r.n), y: ys,
+      customdata: ys.map((y) => `${exact(y)} B · ${binaryBytes(y)}`),
+      line: { width: 2.5, color: SWEEP_COLOURS[m] }, marker: { size: 6, color: SWEEP_COLOURS[m] },
+      hovertemplate: 'N = %{x}<br>%{customdata}<extra>%{fullData.name}</extra>',
+    };
+  });
+  const matrix = rows.map((r) => 4 * r.n * r.n);
+  lines.push({
+    type: 'scatter', mode: 'lines', name: t('cost.sweep.matrixLine'), x: rows.map((r) => r.n), y: matrix,
+    customdata: matrix.map((y) => `${exact(y)} B · ${binaryBytes(y)}`),
+    line: { width: 1.5, color: '#868e96', dash: 'dot' },
+    hovertemplate: 'N = %{x}<br>%{customdata}<extra>%{fullData.name}</extra>',
+  });
+  const all = lines.flatMap((l) => l.y);
+  const ticks = byteTicks(Math.min(...all), Math.max(...all));
+  const lengths = rows.map((r) => r.n);
+  return { data: lines, layout: sweepLayout(t('cost.sweep.memory.y'), height, lengths, { tickvals: ticks.values, ticktext: ticks.text }) };
+}
+
+/** The measured best time against N on log–log axes, one line per method (refused cases have no point). */
+export function sweepTimeFigure(sweep, { height = 340 } = {}) {
+  const rows = sweepRows(sweep);
+  const data = SWEEP_METHODS.map((m) => {
+    const kept = rows.filter((r) => r[m] && !r[m].refused);
+    const ys = kept.map((r) => r[m].seconds);
+    return {
+      type: 'scatter', mode: 'lines+markers', name: t(`cost.sweep.${m}`), x: kept.map((r) => r.n), y: ys,
+      customdata: ys.map(duration),
+      line: { width: 2.5, color: SWEEP_COLOURS[m] }, marker: { size: 6, color: SWEEP_COLOURS[m] },
+      hovertemplate: 'N = %{x}<br>%{customdata}<extra>%{fullData.name}</extra>',
+    };
+  });
+  return { data, layout: sweepLayout(t('cost.sweep.time.y'), height, rows.map((r) => r.n), { exponentformat: 'power' }) };
 }
