@@ -9,7 +9,7 @@
 // (the backward's running sums, D, the factors) worked out from the answer's numbers by figures/flash.js.
 import { getFlash, getToy } from './api.js';
 import {
-  backwardCaption, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, maxAbsDiff, rowDots, span,
+  backwardCaption, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, indexRuns, maxAbsDiff, rowDots, span,
 } from './figures/flash.js';
 import { formatValue } from './figures/matrix.js';
 import { tNodes } from './i18n/index.js';
@@ -75,8 +75,12 @@ const locale = lang === 'zh' ? 'zh-CN' : 'en';
 const integer = new Intl.NumberFormat(locale);
 const count = (n) => t(n === 1 ? 'flash.numbers.one' : 'flash.numbers.other', { n: integer.format(n) });
 const tiny = (x) => (x === 0 ? '0' : x.toExponential(1).replace('-', '−'));
-const rowsText = (rows) => listOf(rows.map((i) => `q${i}`), 'conjunction');
-const keysText = (keys) => listOf(keys.map((j) => `k${j}`), 'conjunction');
+/** Indices as a list in the page's language, runs of three or more as ranges: q0, q2 and q5–q9. */
+const indexList = (letter, indices) => listOf(indexRuns(indices).map(([a, b]) => (a === b ? `${letter}${a}` : `${letter}${a}–${letter}${b}`)), 'conjunction');
+const rowsText = (rows) => indexList('q', rows);
+const keysText = (keys) => indexList('k', keys);
+/** A share in percent, small ones with two significant digits (never a misleading 0.0%). */
+const percent = (share) => `${share >= 10 ? share.toFixed(0) : share >= 1 ? share.toFixed(1) : String(Number(share.toPrecision(2)))}%`;
 const range = (letter, [start, end]) => (end - start === 1 ? `${letter}${start}` : `${letter}${start}–${letter}${end - 1}`);
 
 // ---- small DOM helpers ----------------------------------------------------------------------------
@@ -161,6 +165,11 @@ const stepsOf = (answer) => [
 
 function syncUrl() {
   page.replace(state);
+  linkToy();
+}
+
+/** The link to /toy with the same layer and inputs (where they can be edited, or a refusal fixed). */
+function linkToy() {
   els.toyLink.href = `/toy${withLang(toyParams(state, example))}`;
 }
 
@@ -320,6 +329,10 @@ function markGrid(phase, i) {
     const left = current.offsetLeft - scroller.clientWidth / 2 + current.offsetWidth / 2;
     scroller.scrollLeft = Math.max(0, left);
   }
+  if (current && scroller.scrollHeight > scroller.clientHeight + 1) {
+    const top = current.offsetTop - scroller.clientHeight / 2 + current.offsetHeight / 2;
+    scroller.scrollTop = Math.max(0, top);
+  }
 }
 
 // ---- fast memory --------------------------------------------------------------------------------------
@@ -355,7 +368,7 @@ function drawMemory(tile, backward) {
   els.memoryCompare.dataset.full = String(full);
   els.memoryCompare.textContent = t(backward ? 'flash.memory.compareBackward' : 'flash.memory.compare', {
     tile: count(held), rows: nr, cols: nc, full: count(full), L: memory.L, S: memory.S,
-    share: `${share.toFixed(share < 10 ? 1 : 0)}%`,
+    share: percent(share),
   });
   els.memoryBar.style.width = `${Math.max(0.5, Math.min(100, share))}%`;
   els.memoryNote.textContent = t('flash.memory.note');
@@ -479,6 +492,7 @@ function drawStep(step) {
   drawMemory(tile, phase === 'b');
   if (phase === 'b') drawBackward(i);
   else drawForward(i);
+  markResults(tile);
   els.walk.dataset.step = step;
   const index = stepper ? stepper.state.index : 0;
   if (state.tile !== index) {
@@ -488,6 +502,19 @@ function drawStep(step) {
 }
 
 // ---- the answer: the output and the gradients beside standard attention's ------------------------------
+
+/** Mark the current tile's rows in the answer's tables: its queries in O, m, ℓ and dQ, its keys in dK and dV. */
+function markResults(tile) {
+  const mark = (keys, [start, end]) => {
+    for (const key of keys) {
+      const table = document.querySelector(`#flash-result [data-matrix="${key}"], #flash-grads [data-matrix="${key}"]`);
+      if (!table) continue;
+      [...table.tBodies[0].rows].forEach((tr, r) => tr.classList.toggle('is-marked', r >= start && r < end));
+    }
+  };
+  mark(['output', 'reference', 'ml', 'dq', 'dq-ref'], tile.rows);
+  mark(['dk', 'dk-ref', 'dv', 'dv-ref'], tile.cols);
+}
 
 function drawResult() {
   const L = shown.q.length;
@@ -551,6 +578,7 @@ function showError(error, body) {
 async function render(next) {
   state = { ...next };
   fillForm();
+  linkToy();
   const unreadable = state.unreadable ?? [];
   els.urlNote.hidden = unreadable.length === 0;
   els.urlNote.textContent = unreadable.length
@@ -558,6 +586,7 @@ async function render(next) {
       fields: listOf(unreadable.map((name) => (name === 'block_rows' ? t('flash.br') : name === 'block_cols' ? t('flash.bc') : t(`toy.name.${name}`))), 'conjunction'),
     })
     : '';
+  if (!shown) fillHeads(Number.isInteger(state.heads) && state.heads > 0 ? state.heads : 1); // until an answer says
   const body = flashRequest(state);
   const ticket = guard.begin();
   status.busy(true);
@@ -577,6 +606,8 @@ async function render(next) {
   els.walk.classList.remove('is-stale');
   shown = answer;
   gridPhase = null;
+  els.walk.hidden = false;
+  $('flash-result').hidden = false;
   fillHeads(answer.n_heads);
   if (state.head !== answer.head) state.head = answer.head;
   status.info(summary());

@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  backwardCaption, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, maxAbsDiff, rescaleFactor,
+  backwardCaption, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, indexRuns, maxAbsDiff, rescaleFactor,
   rowDots, rowMaxima, span, tileIndex,
 } from '../../static/js/figures/flash.js';
 import { flashParams, flashRequest, readFlashState, toyParams, writeFlashState } from '../../static/js/toy/flash-url.js';
@@ -33,6 +33,8 @@ test('the grid: query blocks × key blocks, each tile found by its place, [start
   assert.deepEqual(gridOf(tiles), { rows: 2, cols: 3 });
   assert.deepEqual(tileIndex(tiles), [[0, 1, 2], [3, 4, 5]]);
   assert.deepEqual(span([2, 5]), [2, 3, 4]);
+  assert.deepEqual(indexRuns([0, 2, 3, 5, 6, 7, 8, 10]), [[0, 0], [2, 2], [3, 3], [5, 8], [10, 10]]);
+  assert.deepEqual(indexRuns([]), []);
   assert.deepEqual(rowMaxima([[1, null, 4], [null, null, null], [-2, -3, null]]), [4, null, -2]);
 });
 

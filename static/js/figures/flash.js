@@ -30,6 +30,19 @@ export function tileIndex(tiles) {
 /** [start, end) as the indices it covers. */
 export const span = ([start, end]) => Array.from({ length: end - start }, (_, i) => start + i);
 
+/** Sorted indices as runs [first, last]; a run of two is written as two (so 2, 3 reads "2 and 3", 5…9 as a range). */
+export function indexRuns(indices) {
+  const runs = [];
+  for (let i = 0; i < indices.length;) {
+    let j = i;
+    while (j + 1 < indices.length && indices[j + 1] === indices[j] + 1) j += 1;
+    if (j - i >= 2) runs.push([indices[i], indices[j]]);
+    else for (let n = i; n <= j; n += 1) runs.push([indices[n], indices[n]]);
+    i = j + 1;
+  }
+  return runs;
+}
+
 /** exp(a − b) for maxima that may be −∞ (null); 1 when b is −∞ too (the row has seen nothing: nothing to rescale). */
 export function rescaleFactor(mOld, mNew) {
   if (mNew === null) return 1;
