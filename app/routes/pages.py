@@ -58,6 +58,24 @@ def toy(request: Request) -> HTMLResponse:
 
 
 @router.get(
+    "/flash",
+    response_class=HTMLResponse,
+    summary="FlashAttention, tile by tile, on the worked example",
+    description=(
+        "One head of the toy's layer through FlashAttention's forward (and, on request, its backward), one tile "
+        "at a time: the grid of query blocks x key blocks, the tile's scores, each row's running maximum and sum "
+        "with the rescale factor exp(m_old - m_new), the running output beside standard attention's, and what "
+        "fast memory holds against the L x S matrix. The page fetches `POST /api/v1/flash` itself; its state "
+        "lives in the query string: the /toy setup (`q`, `k`, `v`, `wq`, `wk`, `wv`, `wo`, `heads`, `causal`, "
+        "`hidden`, `head`), `br` and `bc` (the block sizes, default 2), `backward` (1: the backward too) and "
+        "`tile` (the tile shown: the forward's, then the backward's)."
+    ),
+)
+def flash(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "flash.html")
+
+
+@router.get(
     "/positions",
     response_class=HTMLResponse,
     summary="Positional encodings, side by side",

@@ -248,6 +248,17 @@ export function getToyBackward(body = {}) {
   return requestJson('/api/v1/toy/backward', postJson(body));
 }
 
+/**
+ * POST /api/v1/flash: one head of the toy's layer through FlashAttention, tile by tile.
+ * @param {object} body the toy's layer fields plus block_rows, block_cols, head, backward
+ * @returns {Promise<{head: number, n_heads: number, block_rows: number, block_cols: number, scale: number,
+ *   q: number[][], k: number[][], v: number[][], tiles: object[], output: number[][], reference: number[][],
+ *   max_abs_diff: number, m: (number|null)[], l: number[], backward: object|null}>}
+ */
+export function getFlash(body = {}) {
+  return requestJson('/api/v1/flash', postJson(body));
+}
+
 // ---- analysis of the real model (aggregate, metrics, contributions) ----
 
 /**

@@ -12,6 +12,7 @@ import { ApiError, getToy, getToyBackward } from './api.js';
 import { fromToy } from './figures/steps.js';
 import { $, createPage, createStatus, errorMessage, fillSelect, latestWins, Lru, setTitle, t } from './page.js';
 import { describeErrors, listOf } from './toy/errors.js';
+import { flashParams } from './toy/flash-url.js';
 import { identityWeights, OPTION_DEFAULTS, readState, writeState } from './toy/url.js';
 import { createBackwardView } from './views/toy-backward.js';
 import { createMechanismViews } from './views/toy-mechanisms.js';
@@ -70,7 +71,12 @@ const editorSetup = () => setup.state(example.heads);
 
 /** Make the URL say what the editors hold (while a cell is not a number, the last setup that was). */
 function syncUrl() {
-  page.replace({ ...(editorSetup() ?? page.state()), ...selection, ...views });
+  const state = { ...(editorSetup() ?? page.state()), ...selection, ...views };
+  page.replace(state);
+  const params = flashParams(state, example); // the same layer and inputs, tile by tile on /flash
+  const language = new URLSearchParams(window.location.search).get('lang');
+  if (language !== null) params.set('lang', language);
+  $('toy-flash-link').href = `/flash${params.toString() ? `?${params}` : ''}`;
 }
 
 // ---- errors, marked on the fields they name ----------------------------------------------------

@@ -22,7 +22,7 @@ def test_other_chapters_are_refused(client, chapter):
 
 
 @pytest.mark.parametrize(("path", "chapter"), [("/", "7"), ("/steps", "7"), ("/compare", "7"), ("/toy", "2"),
-                                                ("/positions", "6"), ("/iris", "8"), ("/cost", "9")])
+                                                ("/positions", "6"), ("/iris", "8"), ("/cost", "9"), ("/flash", "9")])
 def test_every_page_links_to_its_chapter_and_the_nav_to_the_path(client, path, chapter):
     html = client.get(path).text
     assert f'<a id="learn-about" href="/learn/{chapter}" data-chapter="{chapter}" data-i18n="learn.about">' in html

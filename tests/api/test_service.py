@@ -10,7 +10,7 @@ CSP = (
 )
 
 
-@pytest.mark.parametrize("path", ["/", "/steps", "/toy", "/positions", "/iris", "/cost", "/compare", "/docs",
+@pytest.mark.parametrize("path", ["/", "/steps", "/toy", "/flash", "/positions", "/iris", "/cost", "/compare", "/docs",
                                   "/learn", "/learn/7", "/?text=%3Cscript%3E&layer=1&head=2",
                                   "/steps?text=%3C/script%3E&query=1"])
 def test_html_pages_carry_the_exact_csp(client, path):

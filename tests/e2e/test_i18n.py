@@ -25,6 +25,7 @@ PAGES = {
     "steps": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3",
     "toy": "/toy",
     "toy (backward)": "/toy?backward=1&variant=hard&positions=rope",
+    "flash": "/flash?bc=3&causal=1&backward=1&tile=5",
     "positions": "/positions",
     "iris": "/iris",
     "cost": "/cost",
@@ -42,6 +43,9 @@ def wait_ready(page: Page, path: str) -> None:
             expect(page.locator("#backward-panel")).to_have_attribute("aria-busy", "false")
     elif path in ("/positions", "/iris", "/cost") or path.startswith("/compare?"):
         expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path.split("?")[0]))
+    elif path.startswith("/flash"):
+        expect(page.locator("#flash-walk")).to_have_attribute("data-step", re.compile(r"^[fb]\d+$"))
+        expect(page.locator("#flash-walk")).to_have_attribute("aria-busy", "false")
     elif path == "/docs":
         expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
     else:
@@ -90,8 +94,8 @@ def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins
     expect(page.locator("#heatmap .gtitle")).to_have_text("第 4 层 · 第 7 头")
 
 
-@pytest.mark.parametrize("name", ["explorer (intro)", "explorer", "compare (intro)", "compare", "steps", "toy", "positions",
-                                  "iris", "cost", "docs"])
+@pytest.mark.parametrize("name", ["explorer (intro)", "explorer", "compare (intro)", "compare", "steps", "toy", "flash",
+                                  "positions", "iris", "cost", "docs"])
 def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
     page.set_viewport_size({"width": 390, "height": 800})
     path = PAGES[name]

@@ -130,8 +130,8 @@ OPERATIONS = [
     ("POST", "/api/v1/lens"), ("POST", "/api/v1/generate"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),
-    ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/positions"), ("GET", "/iris"),
-    ("GET", "/cost"), ("GET", "/compare"), ("GET", "/learn"), ("GET", "/learn/{chapter}"),
+    ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
+    ("GET", "/iris"), ("GET", "/cost"), ("GET", "/compare"), ("GET", "/learn"), ("GET", "/learn/{chapter}"),
 ]
 TRAIN = ("POST", "/api/v1/iris/train")
 # Operations on a job: the fuzzer never holds the id of a job the server made, so each schema-valid
