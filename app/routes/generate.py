@@ -7,6 +7,7 @@ leaves, the stream is cancelled and no further token is computed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -18,9 +19,19 @@ from model.analysis.generate import TOP, Generation, NewToken, Sampling
 
 from ..deps import Hub, Resolved, resolved_with_lm_head
 from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL
-from ..schemas.generate import Alternative, DoneEvent, GenerateRequest, NewTokenInfo, PromptEvent, TokenEvent
+from ..schemas.generate import (
+    Alternative,
+    DoneEvent,
+    ErrorEvent,
+    GenerateRequest,
+    NewTokenInfo,
+    PromptEvent,
+    TokenEvent,
+)
 from ..serialize import float32_numbers, short_float, tokens
 from .analysis import TEXT_RULES
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/v1", tags=["generate"],
                    responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD})
@@ -31,7 +42,8 @@ EVENTS_DOC = (
     "Server-sent events: first `prompt` {tokens, n_layers, n_heads, n_kv_heads, d_head, limit}; then one `token` "
     "per new token {index, token: {id, text, display}, probability, top: [{id, display, probability}] (the "
     f"{TOP} most probable), attention: [layer][head][index + 1] (the new token's query against every cached key "
-    "and its own), cache_bytes}; last `done` {text, tokens, stopped, tokens_per_second}."
+    "and its own), cache_bytes}; last `done` {text, tokens, stopped, tokens_per_second}, or `error` {detail} when a "
+    "token could not be made after the stream started."
 )
 
 
@@ -74,7 +86,13 @@ async def generate(r: GenerateInput, hub: Hub) -> Response:
     async def stream() -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(data=prompt.model_dump_json(), event="prompt")
         while not run.finished:
-            token = await anyio.to_thread.run_sync(hub.run, run.step)
+            try:
+                token = await anyio.to_thread.run_sync(hub.run, run.step)
+            except Exception as exc:  # after the answer started: said in the stream, which then ends
+                logger.exception("generation failed after %d tokens", len(run.tokens))
+                yield ServerSentEvent(data=ErrorEvent(detail=f"generation stopped: {exc}").model_dump_json(),
+                                      event="error")
+                return
             yield ServerSentEvent(data=token_event(run, token), event="token")
         done = DoneEvent(text=run.text, tokens=len(run.tokens),
                          stopped="end" if run.tokens[-1].id in run.model.stop_ids else "length",

@@ -75,3 +75,7 @@ class DoneEvent(BaseModel):
     tokens: int = Field(description="How many tokens were added.")
     stopped: str = Field(description="`length`: max_new_tokens reached; `end`: the model wrote its end token.")
     tokens_per_second: float = Field(description="New tokens per second, the input's forward included.")
+
+
+class ErrorEvent(BaseModel):
+    detail: str = Field(description="Why generation stopped after the stream started; the stream ends after it.")

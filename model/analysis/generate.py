@@ -59,8 +59,12 @@ class Sampling:
 
 
 def sampling_distribution(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """The probabilities a sampled token is drawn from (V,): temperature, then top-k, then top-p (sampling > 0)."""
-    scaled = logits / sampling.temperature  # (V,)
+    """The probabilities a sampled token is drawn from (V,): temperature, then top-k, then top-p (sampling > 0).
+
+    The largest logit is subtracted before the division, so that a temperature however small gives finite
+    numbers (the most probable tokens 0, the others towards −∞) and never inf − inf; float64, in which the
+    smallest temperature the request takes is not 0."""
+    scaled = (logits.double() - logits.max()) / sampling.temperature  # (V,)
     if 0 < sampling.top_k < scaled.numel():
         kth = torch.topk(scaled, sampling.top_k).values[-1]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
@@ -71,7 +75,7 @@ def sampling_distribution(logits: torch.Tensor, sampling: Sampling) -> torch.Ten
         dropped = order[before >= sampling.top_p]  # the most probable token is always kept (before = 0)
         probs = probs.index_fill(0, dropped, 0.0)
         probs = probs / probs.sum()
-    return probs
+    return probs.float()
 
 
 @dataclass(frozen=True)

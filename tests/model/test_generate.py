@@ -118,6 +118,14 @@ def test_sampling_follows_transformers_warpers():
         assert torch.allclose(got, expected, rtol=0, atol=1e-6), (temperature, top_k, top_p)
 
 
+def test_a_tiny_temperature_is_greedy_not_nan():
+    """The smallest positive temperature (a denormal) draws the most probable token, as the limit T → 0 does."""
+    logits = torch.tensor([1.0, 3.0, -2.0, 2.5])
+    for temperature in (5e-324, 1e-300, 1e-6):
+        probs = sampling_distribution(logits, Sampling(temperature=temperature))
+        assert torch.isfinite(probs).all() and probs.tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
 def test_sampling_is_reproducible_and_top_k_1_is_greedy(checkpoint_dirs):
     ours = load(checkpoint_dirs["gpt2"])
     prompt = ours.tokenizer.encode(PROMPT).ids
