@@ -1,4 +1,4 @@
-"""Command line: `attnscope serve`, and the commands of attnscope/commands.py (models, attention)."""
+"""Command line: `attnscope serve`, and the commands of attnscope/commands.py (models, attention, generate)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from app.settings import Settings
 from attnscope import commands
 from model.checkpoints import check_device, hfcache, load
 from model.errors import CheckpointError, DeviceError
+
+KEEP_ALIVE_S = 75
 
 
 def bind_warning(host: str) -> str | None:
@@ -83,8 +85,12 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         # A new worker imports torch and loads every model before it answers the supervisor's health check:
         # uvicorn's 5 s default killed and restarted workers on a busy machine.
+        # Idle keep-alive connections are kept 75 s, not uvicorn's 5: longer than the idle timeout of the proxies
+        # and load balancers in front of a server (60 s is common), so the proxy closes them, never this server
+        # just as a client sends on one (a client busy for over 5 s then got ReadError on its next request).
         uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info",
-                    workers=args.workers if args.workers > 1 else None, timeout_worker_healthcheck=60)
+                    workers=args.workers if args.workers > 1 else None, timeout_worker_healthcheck=60,
+                    timeout_keep_alive=KEEP_ALIVE_S)
     finally:
         if jobs_dir is not None:
             shutil.rmtree(jobs_dir, ignore_errors=True)
