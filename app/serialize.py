@@ -13,7 +13,8 @@ The compact `u16` answer is one binary body (all integers little-endian):
 The compact `f32` trace (/trace?encoding=f32) has the same frame: magic, header length, the JSON header
 (every field of the JSON answer except `steps`, plus "dtype": "float32" and "arrays", one {"step", "key",
 "shape"} per array in body order: the JSON answer's steps in order, a step's q, k, v in order; "key" is null
-for a step that is one array), then each array's little-endian float32 values in row-major order, one
+for a step that is one array; a model with RoPE adds the JSON answer's `rotated` q and k as step "rotated"
+right after "split"), then each array's little-endian float32 values in row-major order, one
 after the other. They are the very float32 numbers the JSON answer writes (exact, not rounded); a hidden
 entry (JSON null, the mask step) is -inf.
 
@@ -43,6 +44,7 @@ from model.analysis import study
 from model.checkpoints.tokenizer import Token
 from model.lab import iris
 from model.maps import U16_SCALE
+from model.nets.config import RopeScaling
 from model.nets.positions import PositionTable
 
 from .schemas.analysis import (
@@ -93,6 +95,18 @@ def steps(record: dict) -> dict:
         step: {k: matrix(v) for k, v in value.items()} if isinstance(value, dict) else matrix(value)
         for step, value in record.items()
     }
+
+
+def rope(theta: float, scaling: RopeScaling | None, frequencies: torch.Tensor) -> dict[str, Any]:
+    """A RoPE model's settings as the trace answers them (RopeInfo): base, scaling and the frequencies f_i."""
+    scaled = None
+    if scaling is not None:
+        llama3 = scaling.kind == "llama3"
+        scaled = {"kind": scaling.kind, "factor": scaling.factor,
+                  "low_freq_factor": scaling.low_freq_factor if llama3 else None,
+                  "high_freq_factor": scaling.high_freq_factor if llama3 else None,
+                  "original_max_positions": scaling.original_max_positions if llama3 else None}
+    return {"theta": theta, "scaling": scaled, "frequencies": frequencies.tolist()}
 
 
 def tensors(named: dict) -> dict:

@@ -207,19 +207,22 @@ class Model:
         `softmax` (H, T, T); `weighted_sum` (H, T, Dh); `concat` (T, D); `output` (T, D). `mask` holds -inf
         where a key is hidden (the upper triangle of a causal model). With `head` given, the per-head steps
         are that head's alone, without the head axis ((T, Dh), (T, T)). `softmax` equals the layer's map
-        from `attention`."""
+        from `attention`. A model with RoPE: `split.q` and `split.k` are before the rotation, and
+        `rotated.q`, `rotated.k` (H, T, Dh) after it (`scores` = rotated.q · rotated.kᵀ)."""
         checked_index(layer, self.info.layers, "layers", "layer")
         if head is not None:
             checked_index(head, self.info.heads, "heads", "head")
         encoded = self.encode(text, pair)
         record = self._model.trace_layer(encoded, layer, None if head is None else [head])
         out: dict[str, np.ndarray] = {}
-        for step in STEPS:
+        for step in (*STEPS[:STEPS.index("split") + 1], "rotated", *STEPS[STEPS.index("split") + 1:]):
+            if step not in record:  # "rotated": RoPE only
+                continue
             value = record[step]
             parts = value.items() if isinstance(value, dict) else [("", value)]
             for name, tensor in parts:
                 array = tensor.numpy().astype(np.float32, copy=False)
-                if head is not None and step in PER_HEAD_STEPS:
+                if head is not None and (step in PER_HEAD_STEPS or step == "rotated"):
                     array = array[0]
                 out[f"{step}.{name}" if name else step] = array
         return out

@@ -92,3 +92,23 @@ def select(record: dict[str, StepValue], heads: list[int] | None = None) -> dict
         step: {k: pick(step, v) for k, v in value.items()} if isinstance(value, dict) else pick(step, value)
         for step, value in record.items()
     }
+
+
+UNROTATED = ("q_unrotated", "k_unrotated")  # what a rotation (RoPE) turned, recorded beside `split`
+
+
+def arrange_rotation(record: dict[str, StepValue]) -> dict[str, StepValue]:
+    """A layer's record as a trace answer shows it: with a rotation (RoPE), `split` holds q and k before it
+    and `rotated` (right after `split`) holds them after it, what the scores are made of; without one, the
+    record as it is. The steps keep their order."""
+    split = record.get("split")
+    if not isinstance(split, dict) or not all(name in split for name in UNROTATED):
+        return record
+    arranged: dict[str, StepValue] = {}
+    for step, value in record.items():
+        if step == "split":
+            arranged["split"] = {"q": split["q_unrotated"], "k": split["k_unrotated"], "v": split["v"]}
+            arranged["rotated"] = {"q": split["q"], "k": split["k"]}
+        else:
+            arranged[step] = value
+    return arranged

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Query, Response
 
@@ -53,7 +53,8 @@ TRACE_ENCODING_DOC = (
     "`json` (default): the JSON body. `f32`: one binary body (application/octet-stream) framed as the maps' `u16` "
     "answer: the 4 bytes `ATN1`, a little-endian uint32 H, H bytes of UTF-8 JSON header (every field of the JSON "
     "answer except `steps`, plus `dtype` \"float32\" and `arrays`: one {`step`, `key`, `shape`} per array in body "
-    "order, the steps in order and a step's q, k, v in order, `key` null for a step that is one array; padded with "
+    "order, the steps in order and a step's q, k, v in order, `key` null for a step that is one array, and for a "
+    "model with RoPE the answer's `rotated` q and k as step \"rotated\" right after `split`; padded with "
     "spaces so the data starts at a multiple of 8), then each array's little-endian float32 values in row-major "
     "order, one after the other. The same float32 numbers as the JSON answer, exactly; a hidden entry (null in "
     "JSON) is -inf. 4 bytes a number instead of about 20, and no cap on the number of values."
@@ -165,7 +166,8 @@ async def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
         "into heads, scores, scale, mask, softmax, weighted sum, concat and the output projection (before the "
         "residual add). Per-head steps hold the chosen head, or all heads when `head` is null. The answer "
         "holds 6·N·D + 4·h·N·Dh + 4·h·N² numbers for N tokens and h heads; a JSON answer over the JSON cap: 413 "
-        "(`?encoding=f32` has no cap). The layers after `layer` are not run."
+        "(`?encoding=f32` has no cap). The layers after `layer` are not run. A model with RoPE: `steps.split` "
+        "holds q and k before the rotation, `rotated` after it (2·h·N·Dh numbers more), and `rope` its settings."
         + MODEL_RULES.format(indices="`layer` below the model's `n_layers`, `head` below its `n_heads`")
     ),
     responses=TRACE_ERRORS,
@@ -174,7 +176,8 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
           encoding: TraceEncodingParam = TraceEncoding.json) -> Response:
     cfg, (layer,), n = r.model.cfg, r.layers, len(r.encoded)
     if encoding is TraceEncoding.json:
-        refuse_over_cap(trace_numbers(n, cfg.d_model, cfg.d_head, len(r.heads)), settings.max_json_values,
+        refuse_over_cap(trace_numbers(n, cfg.d_model, cfg.d_head, len(r.heads), rotated=cfg.positions == "rope"),
+                        settings.max_json_values,
                         f"{len(r.heads)} heads at {n} tokens",
                         "trace one head at a time, send a shorter text or ask for ?encoding=f32")
     steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, gone=gone)
@@ -184,7 +187,13 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
         fields["kv_head"] = [h // (cfg.n_heads // cfg.kv_heads) for h in r.heads]
     if cfg.attention_softcap is not None:  # Gemma 2: the scale step's scores are soft-capped
         fields["softcap"] = cfg.attention_softcap
+    frequencies = r.model.rope_frequencies
+    if frequencies is not None:  # RoPE: its settings; `split` is before the rotation, `rotated` after it
+        fields["rope"] = serialize.rope(cfg.rope_theta, cfg.rope_scaling, frequencies)
     if encoding is TraceEncoding.f32:
         return serialize.f32_trace_response({**fields, "tokens": [t.model_dump() for t in r.tokens]}, steps)
-    body = TraceResponse(**fields, steps=serialize.steps(steps))
-    return serialize.json_response(body, leave_out=tuple(k for k in ("kv_head", "softcap") if getattr(body, k) is None))
+    rotated = steps.get("rotated")
+    body = TraceResponse(**fields, steps=serialize.steps({k: v for k, v in steps.items() if k != "rotated"}),
+                         rotated=None if rotated is None else serialize.steps(cast(dict, rotated)))
+    return serialize.json_response(body, leave_out=tuple(k for k in ("kv_head", "softcap", "rope", "rotated")
+                                                         if getattr(body, k) is None))

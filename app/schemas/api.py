@@ -14,6 +14,7 @@ from .common import (
     ChosenLayers,
     Index,
     Matrix,
+    Stack,
     Steps,
     StrictRequest,
     TextRequest,
@@ -183,6 +184,29 @@ class TraceSteps(Steps[Matrix]):
     input: Matrix = Field(description="N x d_model: the hidden state entering the layer's attention.")
 
 
+class RotatedHeads(BaseModel):
+    q: Stack = Field(description="Each returned head's q after RoPE's rotation (h x N x d_head).")
+    k: Stack = Field(description="Each returned head's k after RoPE's rotation (h x N x d_head).")
+
+
+class RopeScalingInfo(BaseModel):
+    kind: Literal["linear", "llama3"] = Field(description="linear: every frequency divided by `factor`; llama3: "
+                                              "long wavelengths divided by `factor`, short ones kept, a smooth "
+                                              "mix between.")
+    factor: float
+    low_freq_factor: float | None = Field(None, description="llama3 only, else null.")
+    high_freq_factor: float | None = Field(None, description="llama3 only, else null.")
+    original_max_positions: int | None = Field(None, description="llama3 only, else null.")
+
+
+class RopeInfo(BaseModel):
+    theta: float = Field(description="The base θ of the frequencies θ^(−2i/d_head).")
+    scaling: RopeScalingInfo | None = Field(description="How the frequencies are stretched; null: not at all.")
+    frequencies: list[float] = Field(
+        description="d_head/2 numbers f_i, the model's own (float32, after the scaling): pair i of a head's q and "
+                    "k, the columns i and i + d_head/2, turns by the angle p·f_i radians at position p.")
+
+
 class TraceResponse(BaseModel):
     model: str
     tokens: list[TokenInfo]
@@ -201,7 +225,13 @@ class TraceResponse(BaseModel):
     softcap: float | None = Field(
         None, description="Only for a model that soft-caps its scores (Gemma 2; absent otherwise): the `scale` step "
                           "holds softcap·tanh(scores × scale / softcap), every value within ±softcap.")
+    rope: RopeInfo | None = Field(
+        None, description="Only for a model with RoPE (positions `rope` in GET /api/v1/models; absent otherwise): "
+                          "its base, scaling and frequencies.")
     steps: TraceSteps
+    rotated: RotatedHeads | None = Field(
+        None, description="Only for a model with RoPE (absent otherwise): q and k after the rotation, which the "
+                          "scores are made of (`scores` = rotated.q · rotated.kᵀ); `steps.split` holds them before it.")
 
 
 class SummaryResponse(BaseModel):

@@ -15,7 +15,7 @@ from model.maps import AttentionMaps, quantize_u16
 from model.nets.config import NetConfig
 from model.nets.edit import Edit
 from model.nets.transformer import Transformer
-from model.trace import StepValue, Trace, select
+from model.trace import StepValue, Trace, arrange_rotation, select
 
 
 @dataclass(frozen=True)
@@ -125,10 +125,19 @@ class LoadedModel:
 
     def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:
         """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`. The layers
-        after it are not run."""
+        after it are not run. With RoPE, `split` holds q and k before the rotation and `rotated` (after `split`)
+        holds them after it (model/trace.py arrange_rotation)."""
         trace = Trace(layers=[layer])
         self.run(encoded, trace, through=layer)
-        return select(trace[layer], heads)
+        return arrange_rotation(select(trace[layer], heads))
+
+    @property
+    def rope_frequencies(self) -> torch.Tensor | None:
+        """RoPE's inverse frequencies f_i (d_head/2,), float32, after the model's scaling: pair i of a head's q
+        and k (columns i and i + d_head/2) at position p turns by the angle p·f_i. None without RoPE."""
+        if self.cfg.positions != "rope":
+            return None
+        return cast(torch.Tensor, self.net.rope_inverse).detach().cpu()
 
     def attention_scale(self, layer: int) -> float:
         return self.net.block(layer).attention.scale

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -336,6 +336,8 @@ def trace_toy(setup: ToySetup) -> dict[str, Any]:
     with torch.no_grad():
         layer(x_q[None], keys=x_k[None], values=x_v[None], mask=mask, record=trace.recorder(0))
     steps = {**select(trace[0]), "input": {"q": x_q, "k": x_k, "v": x_v}}
+    split = cast(dict[str, torch.Tensor], steps["split"])  # the toy shows q and k after RoPE's rotation
+    steps["split"] = {name: split[name] for name in ("q", "k", "v")}
     used = {name: lin.weight.detach().T.clone() for name, lin in
             zip(WEIGHT_NAMES, (layer.query, layer.key, layer.value, layer.output), strict=True)}  # (in, out)
     variant, seed, temperature = setup.variant, setup.seed, setup.temperature

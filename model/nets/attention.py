@@ -157,7 +157,9 @@ class MultiHeadAttention(nn.Module):
     (softcap_scores; Gemma 2), which the `scale` step shows. The scoring (`score`),
     weighting (`weigh`) and an optional rotation of q and k after the split (`rotate`) are plain
     functions that model/lab/variants.py and model/nets/positions.py swap in; the defaults are scaled
-    dot-product softmax attention.
+    dot-product softmax attention. With a rotation the `split` step's q and k are the rotated ones (what
+    the scores are made of), and a traced forward without a cache also records them as they were before
+    it, as `q_unrotated` and `k_unrotated` (model/trace.py arrange_rotation).
     """
 
     def __init__(
@@ -222,14 +224,17 @@ class MultiHeadAttention(nn.Module):
         vg = split_heads(v, self.n_kv_heads)  # (B, G, S, Dv)
         if self.query_norm is not None and self.key_norm is not None:
             qh, kg = self.query_norm(qh), self.key_norm(kg)
+        unrotated: dict[str, torch.Tensor] = {}
         if self.rotate is not None:  # each key-value head rotated once, before it is shared
+            if cache is None and rec.wants("split"):  # what the rotation turned, for a trace to show beside it
+                unrotated = {"q_unrotated": qh, "k_unrotated": share_heads(kg, self.n_heads)}  # (B, H, T|S, Dk)
             offset = 0 if cache is None else cache.length
             qh, kg = self.rotate(qh, offset), self.rotate(kg, offset)
         if cache is not None:
             kg, vg = cache.extend(kg, vg)  # (B, G, S_cached + S, D·)
         kh = share_heads(kg, self.n_heads)  # (B, H, S, Dk)
         vh = share_heads(vg, self.n_heads)  # (B, H, S, Dv)
-        rec("split", {"q": qh, "k": kh, "v": vh})
+        rec("split", {"q": qh, "k": kh, "v": vh, **unrotated})
         scores = self.score(qh, kh)  # (B, H, T, S)
         rec("scores", scores)
         scaled = scale_scores(scores, self.scale, in_place=not rec.wants("scores"))

@@ -77,7 +77,8 @@ function lazy(object, name, make) {
  * array is turned into nested arrays when it is first read, so a page that shows one step at a time
  * pays for the others only when it shows them.
  * @param {ArrayBuffer} buffer the whole response body
- * @returns {object} {model, tokens, layer, d_model, n_heads, d_head, heads, scale, steps}
+ * @returns {object} {model, tokens, layer, d_model, n_heads, d_head, heads, scale, steps}, and for a model with
+ *   RoPE `rope` and `rotated` {q, k}
  */
 export function decodeTraceF32(buffer) {
   const { header, offset } = readFrame(buffer);
@@ -93,7 +94,11 @@ export function decodeTraceF32(buffer) {
     else lazy((steps[step] ??= {}), key, make);
     start += shape.reduce((x, y) => x * y, 1);
   }
-  return { ...fields, steps };
+  // A model with RoPE: q and k after the rotation come as step "rotated"; the JSON answer has them beside
+  // `steps`. (Taken out with delete, not a rest spread, which would read, and so make, every other step.)
+  const { rotated } = steps;
+  delete steps.rotated;
+  return rotated ? { ...fields, steps, rotated } : { ...fields, steps };
 }
 
 /** A row-major Float32Array as an array of rows (what Plotly's heatmap `z` takes). */

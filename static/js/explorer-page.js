@@ -169,7 +169,8 @@ function drawSentence(result) {
   els.unknownNote.hidden = unknown === 0;
   els.unknownKey.hidden = unknown === 0;
   els.unknownNote.textContent = unknown ? t('tokens.unknownNote', { count: unknown, unk: '[UNK]' }) : '';
-  overview.render(result);
+  const model = modelOf(result.model);
+  overview.render({ ...result, nHeads: model?.n_heads ?? null, nKvHeads: model?.n_kv_heads ?? null });
   fillIndices(els.layer, result.layers);
   fillIndices(els.head, result.heads);
 }
@@ -285,7 +286,8 @@ async function render(state) {
     status.info();
   }
   try {
-    result = await fetchOverview(state, state.edit);
+    // the model list too: the grid groups a grouped-query model's heads by key-value head (none if it fails)
+    [result] = await Promise.all([fetchOverview(state, state.edit), loadModels().catch(() => null)]);
   } catch (error) {
     if (guard.current(ticket)) {
       // the last good result stays; beside the what-if form when the edit is what the server refused, else
@@ -411,8 +413,10 @@ async function drawHeadView(state, result, ticket) {
   }
   if (!guard.current(ticket)) return;
   headViewKey = key;
+  const model = modelOf(result.model);
   await headView.render({
     tokens: result.tokens, maps: layer.maps, heads: layer.heads, layer: state.layer,
+    nHeads: model?.n_heads ?? null, nKvHeads: model?.n_kv_heads ?? null,
     label: t('explorer.headView.layer', { layer: state.layer }),
   });
 }

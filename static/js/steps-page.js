@@ -136,7 +136,7 @@ function fillQueries(tokens, query) {
 /** A trace as the walkthrough draws it; a causal model's (GPT-2) mask is its causal mask, said as such. */
 function stepData(trace) {
   const model = modelOf(trace.model);
-  return { ...fromTrace(trace), causal: Boolean(model && model.causal) };
+  return { ...fromTrace(trace, { nKvHeads: model ? model.n_kv_heads : null }), causal: Boolean(model && model.causal) };
 }
 
 /** The note under the form for a causal model: why every later key is hidden. */

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from tests.api.test_compact import decode_f32_trace
 
 transformers = pytest.importorskip("transformers")
 
@@ -129,3 +130,82 @@ def test_the_trace_gives_gemmas_own_scale_and_soft_cap(llama_client):
     assert np.allclose(scaled, 3.0 * np.tanh(scores * answer["scale"] / 3.0), atol=1e-5)
     plain = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": "tiny-qwen3", "layer": 0}).json()
     assert "softcap" not in plain and plain["scale"] == pytest.approx(16**-0.5)
+
+
+def _rope_numpy(x: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
+    """RoPE's half-split form written out: row p of x (..., N, d) turned by the angle p·f_i in the pair
+    (x[i], x[i + d/2]): x·cos + rotate_half(x)·sin, rotate_half(x1, x2) = (−x2, x1)."""
+    n, d = x.shape[-2], x.shape[-1]
+    angles = np.arange(n, dtype=np.float64)[:, None] * frequencies.astype(np.float64)[None, :]  # (N, d/2)
+    cos, sin = np.cos(np.concatenate([angles, angles], -1)), np.sin(np.concatenate([angles, angles], -1))  # (N, d)
+    half = d // 2
+    turned = np.concatenate([-x[..., half:], x[..., :half]], -1)
+    return x * cos + turned * sin
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen3"])  # llama3 scaling; q/k norms before the rotation
+def test_a_rope_trace_shows_q_and_k_before_and_after_the_rotation(llama_client, llama_dirs, kind):
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    directory = str(llama_dirs[kind])
+    tok = transformers.AutoTokenizer.from_pretrained(directory)
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory, attn_implementation="eager",
+                                                              dtype=torch.float32).eval()
+    answer = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": f"tiny-{kind}", "layer": 1}).json()
+    config = model.config
+    rope = answer["rope"]
+    assert rope["theta"] == config.rope_parameters["rope_theta"]
+    if kind == "llama":
+        assert rope["scaling"] == {"kind": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                   "original_max_positions": 32}
+    else:
+        assert rope["scaling"] is None
+    frequencies = np.array(rope["frequencies"], dtype=np.float32)
+    assert np.array_equal(frequencies, model.model.rotary_emb.inv_freq.numpy())  # the same float32 numbers
+    # transformers' own q and k of layer 1, before and after its rotation
+    ids = tok(TEXT, return_tensors="pt")["input_ids"]
+    heads, n, d = config.num_attention_heads, ids.shape[1], answer["d_head"]
+    with torch.no_grad():
+        hidden = model(ids, output_hidden_states=True).hidden_states[1]
+        attention = model.model.layers[1].self_attn
+        x = model.model.layers[1].input_layernorm(hidden)
+        q = attention.q_proj(x).view(1, n, heads, d).transpose(1, 2)
+        k = attention.k_proj(x).view(1, n, -1, d).transpose(1, 2)
+        if kind == "qwen3":
+            q, k = attention.q_norm(q), attention.k_norm(k)
+        cos, sin = model.model.rotary_emb(x, torch.arange(n)[None])
+        q_turned, k_turned = apply_rotary_pos_emb(q, k, cos, sin)
+    group = heads // config.num_key_value_heads
+    split = {m: np.array(answer["steps"]["split"][m], dtype=np.float64) for m in "qk"}
+    rotated = {m: np.array(answer["rotated"][m], dtype=np.float64) for m in "qk"}
+    assert split["q"].shape == rotated["q"].shape == rotated["k"].shape == (heads, n, d)
+    assert np.abs(split["q"] - q[0].numpy()).max() <= 1e-5
+    assert np.abs(split["k"] - k[0].repeat_interleave(group, 0).numpy()).max() <= 1e-5
+    assert np.abs(rotated["q"] - q_turned[0].numpy()).max() <= 1e-5
+    assert np.abs(rotated["k"] - k_turned[0].repeat_interleave(group, 0).numpy()).max() <= 1e-5
+    for m in "qk":  # the formula of the notes on the answer's own numbers
+        assert np.abs(_rope_numpy(split[m], frequencies) - rotated[m]).max() <= 1e-5
+        assert not np.allclose(split[m][:, 1:], rotated[m][:, 1:], atol=1e-3)  # every later position turned
+        assert np.abs(split[m][:, 0] - rotated[m][:, 0]).max() <= 1e-6  # position 0 is not turned
+    scores = np.array(answer["steps"]["scores"], dtype=np.float64)
+    assert np.abs(scores - rotated["q"] @ rotated["k"].transpose(0, 2, 1)).max() <= 1e-5
+    assert np.abs(scores - split["q"] @ split["k"].transpose(0, 2, 1)).max() > 1e-3  # the rotation matters
+
+
+def test_the_compact_trace_carries_the_rotation_after_the_split(llama_client):
+    body = {"text": TEXT, "model": "tiny-llama", "layer": 0, "head": 3}
+    js = llama_client.post("/api/v1/trace", json=body).json()
+    raw = llama_client.post("/api/v1/trace?encoding=f32", json=body).content
+    header, steps = decode_f32_trace(raw)
+    order = [(a["step"], a["key"]) for a in header["arrays"]]
+    at = order.index(("split", "v"))
+    assert order[at + 1: at + 3] == [("rotated", "q"), ("rotated", "k")] and order[at + 3] == ("scores", None)
+    assert header["rope"] == js["rope"] and header["kv_head"] == js["kv_head"] == [1]
+    for m in "qk":
+        assert np.array_equal(steps["rotated"][m].astype(np.float64), np.array(js["rotated"][m], dtype=np.float64))
+        assert np.array_equal(steps["split"][m].astype(np.float64), np.array(js["steps"]["split"][m], dtype=np.float64))
+    minilm = llama_client.post("/api/v1/trace", json={"text": TEXT, "layer": 0, "head": 0}).json()
+    assert "rotated" not in minilm and "rope" not in minilm  # learned positions: nothing is rotated
+    header, steps = decode_f32_trace(llama_client.post("/api/v1/trace?encoding=f32",
+                                                       json={"text": TEXT, "layer": 0, "head": 0}).content)
+    assert "rotated" not in steps and "rope" not in header

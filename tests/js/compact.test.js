@@ -116,7 +116,10 @@ function flatten(numbers) {
 
 /** An f32 trace body as the server writes it (app/serialize.py f32_trace_response), from a JSON answer. */
 function encodeTrace(answer) {
-  const { steps, ...fields } = answer;
+  const { steps: traced, rotated, ...fields } = answer;
+  // a RoPE model's rotated q and k go right after the split, as step "rotated"
+  const steps = rotated ? Object.fromEntries(Object.entries(traced).flatMap(
+    ([step, value]) => (step === 'split' ? [[step, value], ['rotated', rotated]] : [[step, value]]))) : traced;
   const arrays = [];
   const chunks = [];
   for (const [step, value] of Object.entries(steps)) {
@@ -170,6 +173,21 @@ test('an f32 trace decodes to the JSON answer: every field, every step in order,
   assert.deepEqual(decoded, answer); // exact: the JSON's numbers are float32 numbers
   assert.deepEqual(Object.keys(decoded.steps), Object.keys(answer.steps));
   assert.ok(decoded.steps.input.every((row) => Array.isArray(row)), 'rows are plain arrays, as JSON.parse makes them');
+});
+
+test('a RoPE trace decodes with `rotated` beside the steps, as in the JSON answer', () => {
+  const answer = jsonTrace();
+  const f = (seed) => [[0, 1], [2, 3], [4, seed]].map((row) => row.map((v) => Math.fround(v + 0.5)));
+  answer.rope = { theta: 10000, scaling: null, frequencies: [1, 0.01] };
+  answer.rotated = { q: [f(5)], k: [f(6)] };
+  const buffer = encodeTrace(answer);
+  const size = new DataView(buffer).getUint32(4, true);
+  const { arrays } = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 8, size)));
+  assert.deepEqual(arrays.slice(4, 9).map((a) => `${a.step}.${a.key}`), ['split.q', 'split.k', 'split.v', 'rotated.q', 'rotated.k']);
+  const decoded = decodeTraceF32(buffer);
+  assert.deepEqual(decoded, answer);
+  assert.deepEqual(Object.keys(decoded.steps), Object.keys(answer.steps)); // no step "rotated"
+  assert.ok(!('rotated' in decodeTraceF32(encodeTrace(jsonTrace()))), 'no rotation, no `rotated`');
 });
 
 test('-inf in an f32 trace is a hidden entry: null, as in the JSON answer', () => {

@@ -12,6 +12,7 @@ import { t } from '../i18n/index.js';
 import { labelMargin, tokenLabel } from './axes.js';
 import { barsFigure } from './bars.js';
 import { escapeForPlotly } from './escape.js';
+import { isGrouped, kvGroup } from './kv-groups.js';
 import { formatCell, matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
 
 /** The steps of multi-head attention, in order (model/steps.py STEPS). */
@@ -44,10 +45,17 @@ export const STEPS = Object.freeze([
  * @property {number} seed the draws' seed (sample, gumbel)
  * @property {string} positions none, sinusoidal (added to the inputs), rope (q and k rotated), alibi (a bias)
  * @property {{w_q: number[][][], w_k: number[][][], v: number[][]}|null} additive Bahdanau's parameters per head
+ * @property {number|null} [nKvHeads] a model's key-value heads (grouped-query attention when fewer than nHeads)
+ * @property {{q: number[][][], k: number[][][]}|null} [rotated] a RoPE model's q and k after the rotation
+ *   (steps.split holds them before it); the scores are made of these
+ * @property {{theta: number, scaling: object|null, frequencies: number[]}|null} [rope] a RoPE model's settings
  */
 
-/** A /api/v1/trace response -> StepData (tokens labelled by their readable form, ⟨UNK⟩ marked). */
-export function fromTrace(trace) {
+/**
+ * A /api/v1/trace response -> StepData (tokens labelled by their readable form, ⟨UNK⟩ marked).
+ * `nKvHeads`: the model's key-value heads (GET /api/v1/models n_kv_heads), for grouped-query attention.
+ */
+export function fromTrace(trace, { nKvHeads = null } = {}) {
   const labels = trace.tokens.map((token) => tokenLabel(token));
   return {
     source: 'trace',
@@ -70,8 +78,12 @@ export function fromTrace(trace) {
     temperature: 1,
     straightThrough: false,
     seed: 0,
-    positions: 'none', // a model's positions enter before the layer (learned), not in these steps
+    // learned positions enter before the layer, not in these steps; RoPE turns q and k in the split step
+    positions: trace.rotated ? 'rope' : 'none',
     additive: null,
+    nKvHeads: nKvHeads ?? trace.n_heads,
+    rotated: trace.rotated ?? null,
+    rope: trace.rope ?? null,
   };
 }
 
@@ -183,6 +195,11 @@ function featureSplit(split) {
   return { q: phi(split.q), k: phi(split.k), v: split.v };
 }
 
+/** The q, k and v the scores are made of: after RoPE's rotation for a model with RoPE, else the split's. */
+export function scoredSplit(T) {
+  return T.rotated ? { ...T.steps.split, q: T.rotated.q, k: T.rotated.k } : T.steps.split;
+}
+
 /** Whether each query keeps exactly one key (weights 0 or 1): hard, sample and straight-through gumbel. */
 export function isOneHot(T) {
   return T.variant === 'hard' || T.variant === 'sample' || (T.variant === 'gumbel' && T.straightThrough);
@@ -194,9 +211,13 @@ export function isOneHot(T) {
  */
 export function stepVariant(T, step) {
   const unscaled = T.variant === 'dot' || T.variant === 'additive'; // no 1/√d_keys
+  const grouped = isGrouped(T.nHeads, T.nKvHeads);
   switch (step) {
     case 'input': return T.positions === 'sinusoidal' ? 'sinusoidal' : null;
-    case 'split': return T.positions === 'rope' ? 'rope' : null;
+    case 'split':
+      if (T.rotated) return grouped ? 'ropeGrouped' : 'ropeModel';
+      if (grouped) return 'grouped';
+      return T.positions === 'rope' ? 'rope' : null;
     case 'scores': return T.variant === 'additive' || T.variant === 'linear' ? T.variant : null;
     case 'scale':
       if (T.softcap) return 'softcap';
@@ -316,6 +337,7 @@ function context(T, selection) {
   const slot = Math.max(0, T.heads.indexOf(head));
   const h = T.heads[slot];
   const c0 = h * T.dHead;
+  const { kv } = kvGroup(h, T.nHeads, T.nKvHeads); // K and V: the key-value head serving h (h itself without groups)
   const { size, rows, keys } = windowsOf(T, selection);
   const q = clamp(selection.query, 0, T.queryLabels.length - 1);
   const qLabels = T.queryLabels.slice(rows.start, rows.end);
@@ -329,6 +351,10 @@ function context(T, selection) {
     c1: c0 + T.dHead - 1,
     v0: h * T.dValues, // head h's columns of V and of the concat
     v1: (h + 1) * T.dValues - 1,
+    kv,
+    grouped: isGrouped(T.nHeads, T.nKvHeads),
+    k0: kv * T.dHead, // head h's columns of K: its key-value head's
+    kv0: kv * T.dValues, // and of V
     q,
     qLabel: T.queryLabels[q],
     L: T.queryLabels.length,
@@ -343,6 +369,8 @@ function context(T, selection) {
     rowQ: { row0: q, row1: q },
     slotCols: { col0: c0, col1: c0 + T.dHead - 1 },
     valueCols: { col0: h * T.dValues, col1: (h + 1) * T.dValues - 1 },
+    keyCols: { col0: kv * T.dHead, col1: (kv + 1) * T.dHead - 1 },
+    kvValueCols: { col0: kv * T.dValues, col1: (kv + 1) * T.dValues - 1 },
     /** The query rows in the window. */
     Q: (matrix) => matrix.slice(rows.start, rows.end),
     /** The key rows in the window. */
@@ -432,12 +460,15 @@ function projectStep(T, c) {
   const items = ['q', 'k', 'v'].map((m) => {
     const [win, rows, n] = m === 'q' ? [c.rows, c.qRows, c.L] : [c.keys, c.kRows, c.S];
     const z = m === 'q' ? c.Q(P[m]) : c.K(P[m]);
-    const [c0, c1, width] = m === 'v' ? [c.v0, c.v1, T.dValues] : [c.c0, c.c1, T.dHead];
-    const caption = t('walk.cap.project', { formula: formula[m], shape: shape(n, P[m][0].length), head: c.head, c0, c1 });
+    const { col0: c0, col1: c1 } = headColumns(c, m);
+    const width = m === 'v' ? T.dValues : T.dHead;
+    const values = { formula: formula[m], shape: shape(n, P[m][0].length), head: c.head, kv: c.kv, c0, c1 };
+    // grouped-query attention: K and V have a slice per key-value head, which head h shares with its group
+    const caption = t(c.grouped && m !== 'q' ? 'walk.cap.projectShared' : 'walk.cap.project', values);
     return plot(m, `project-${m}`, caption + rowsShown(win),
       matrixFigure({
         z, ...rows, rowName: T.tokenName, cellPx: beside && !c.size.small ? 13 : c.size.wide,
-        highlights: [m === 'v' ? c.valueCols : c.slotCols], slots: width, range: signedRange(P[m]),
+        highlights: [headColumns(c, m)], slots: width, range: signedRange(P[m]),
       }));
   });
   return {
@@ -448,7 +479,57 @@ function projectStep(T, c) {
   };
 }
 
+/** The columns of Q, K or V (m) that head c.head works with: its own of Q, its key-value head's of K and V. */
+function headColumns(c, m) {
+  return m === 'q' ? c.slotCols : m === 'k' ? c.keyCols : c.kvValueCols;
+}
+
+/** The angle p·f_i (radians) by which RoPE turns pair i of a row at position p; f_i the model's frequencies. */
+export function ropeAngles(frequencies, position) {
+  return frequencies.map((f) => position * f);
+}
+
+/** How a RoPE model's frequencies are scaled, in words (empty: they are not); for captions and the step's text. */
+export function ropeScalingText(rope) {
+  const scaling = rope && rope.scaling;
+  if (!scaling) return '';
+  if (scaling.kind === 'linear') return t('walk.rope.linear', { factor: scaling.factor });
+  const original = scaling.original_max_positions;
+  return t('walk.rope.llama3', {
+    factor: scaling.factor,
+    long: +(original / scaling.low_freq_factor).toPrecision(6),
+    short: +(original / scaling.high_freq_factor).toPrecision(6),
+  });
+}
+
+/**
+ * What the split step's text says of a model's heads: the key-value head serving `head` and the other query
+ * heads it serves (grouped-query attention), and RoPE's base, scaling and half width.
+ */
+export function splitFacts(T, head) {
+  const { kv, others } = kvGroup(head, T.nHeads, T.nKvHeads ?? T.nHeads);
+  return {
+    nKvHeads: T.nKvHeads ?? T.nHeads,
+    kv,
+    others: others.join(', '),
+    theta: T.rope ? T.rope.theta : '',
+    scaling: ropeScalingText(T.rope) ? ` (${ropeScalingText(T.rope)})` : '',
+    half: T.dHead / 2,
+  };
+}
+
+/** A number of radians as the captions write it: 3 significant digits (0 as 0). */
+function radians(x) {
+  return x === 0 ? '0' : Math.abs(x) >= 100 ? x.toFixed(0) : String(+x.toPrecision(3));
+}
+
+/** The pairs whose angles a caption lists: the first two and the last. */
+function listedPairs(n) {
+  return [...new Set([0, 1, n - 1])].filter((i) => i >= 0 && i < n);
+}
+
 function splitStep(T, c) {
+  if (T.rotated && T.rope) return ropeSplitStep(T, c);
   const P = T.steps.project;
   const split = T.steps.split;
   const items = [];
@@ -456,11 +537,14 @@ function splitStep(T, c) {
     const [win, rows, n, cut] = m === 'q' ? [c.rows, c.qRows, c.L, c.Q] : [c.keys, c.kRows, c.S, c.K];
     const range = signedRange(P[m]);
     const big = m.toUpperCase();
-    const [c0, c1, width, cols] = m === 'v' ? [c.v0, c.v1, T.dValues, c.valueCols] : [c.c0, c.c1, T.dHead, c.slotCols];
+    const cols = headColumns(c, m);
+    const { col0: c0, col1: c1 } = cols;
+    const width = m === 'v' ? T.dValues : T.dHead;
     const slice = `${big}[:, ${c0}:${c1 + 1}]`;
     const rotated = T.positions === 'rope' && m !== 'v'; // RoPE turns each query and key by its position
+    const slices = m === 'q' ? T.nHeads : T.nKvHeads ?? T.nHeads;
     items.push(
-      plot(`${m}f`, `split-${m}-full`, t('walk.cap.splitFull', { m: big, shape: shape(n, P[m][0].length), nHeads: T.nHeads, dHead: width }) + rowsShown(win),
+      plot(`${m}f`, `split-${m}-full`, t('walk.cap.splitFull', { m: big, shape: shape(n, P[m][0].length), nHeads: slices, dHead: width }) + rowsShown(win),
         matrixFigure({
           z: cut(P[m]), ...rows, rowName: T.tokenName, cellPx: c.size.thin, highlights: [cols], slots: width,
           colorbar: false, showRowLabels: c.size.small, range,
@@ -481,10 +565,84 @@ function splitStep(T, c) {
   };
 }
 
+/**
+ * The split step of a model with RoPE: each of Q, K, V cut into heads (K and V into key-value heads), then
+ * head h's q and k before and after the rotation, and the angles p·θ_i that turn the chosen query's row.
+ */
+function ropeSplitStep(T, c) {
+  const P = T.steps.project;
+  const split = T.steps.split;
+  const items = [];
+  const narrow = c.width < 600; // one column: q's panels, then k's, then v's and the angles
+  const panel = narrow ? c.width - 20 : c.width / 3 - 24; // about the width of one panel
+  // numbers only where every value fits its column (d_head 12 at 800 px leaves too little room)
+  const fits = (z, labels) => numbersFitColumns(z, c.size.head, (panel - labelMargin(labels) - 12) / z[0].length);
+  for (const m of ['q', 'k', 'v']) {
+    const [win, rows, n, cut] = m === 'q' ? [c.rows, c.qRows, c.L, c.Q] : [c.keys, c.kRows, c.S, c.K];
+    const big = m.toUpperCase();
+    const cols = headColumns(c, m);
+    const { col0: c0, col1: c1 } = cols;
+    const width = m === 'v' ? T.dValues : T.dHead;
+    const slices = m === 'q' ? T.nHeads : T.nKvHeads;
+    const slice = `${big}[:, ${c0}:${c1 + 1}]`;
+    const turned = m === 'v' ? null : T.rotated[m][c.slot];
+    const range = turned ? signedRange(P[m], turned) : signedRange(P[m]); // one scale before and after
+    const head = t('walk.word.head', { head: c.head });
+    const sliced = m === 'v'
+      ? `V_h = ${slice} · ${head} · ${shape(n, width)}`
+      : t('walk.cap.ropeBefore', { slice, head: c.head, shape: shape(n, width) });
+    items.push(
+      plot(`${m}f`, `split-${m}-full`, t('walk.cap.splitFull', { m: big, shape: shape(n, P[m][0].length), nHeads: slices, dHead: width }) + rowsShown(win),
+        matrixFigure({
+          z: cut(P[m]), ...rows, rowName: T.tokenName, cellPx: c.size.thin, highlights: [cols], slots: width,
+          colorbar: false, showRowLabels: c.size.small, range,
+        })),
+      op(`${m}a`, t('walk.op.columns', { c0, c1 }), null, true),
+      plot(`${m}s`, `split-${m}`, sliced + rowsShown(win),
+        matrixFigure({
+          z: cut(split[m][c.slot]), ...rows, rowName: T.tokenName, colOffset: c0, cellPx: c.size.head, range,
+          highlights: m === 'q' ? [c.rowQ] : [], colorbar: false, numbers: fits(cut(split[m][c.slot]), rows.rowLabels),
+        })),
+    );
+    if (turned) {
+      items.push(
+        op(`${m}r`, t('walk.op.rope'), null, true),
+        plot(`${m}t`, `split-${m}-rotated`, `${big}_h = RoPE(${slice}) · ${head} · ${shape(n, width)}${rowsShown(win)}`,
+          matrixFigure({
+            z: cut(turned), ...rows, rowName: T.tokenName, colOffset: c0, cellPx: c.size.head, range,
+            highlights: m === 'q' ? [c.rowQ] : [], colorbar: false, numbers: fits(cut(turned), rows.rowLabels),
+          })),
+      );
+    }
+  }
+  const half = T.dHead / 2;
+  const angles = ropeAngles(T.rope.frequencies, c.q);
+  const listed = listedPairs(half).map((i) => t('walk.cap.ropePair', { i, angle: radians(angles[i]) })).join(' · ');
+  const scaling = ropeScalingText(T.rope);
+  items.push(plot('an', 'split-angles',
+    labelled('walk.cap.ropeAngles', {
+      query: c.q, label: c.qLabel, half, list: listed, theta: T.rope.theta, dHead: T.dHead,
+      scaling: scaling ? ` (${scaling})` : '',
+    }),
+    matrixFigure({
+      z: [angles], rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, colName: t('walk.word.pair'),
+      cellPx: Math.max(c.size.head, 26), kind: 'weights', range: Math.max(...angles, 1e-9), colorbar: false,
+      numbers: numbersFitColumns([angles], Math.max(c.size.head, 26), (panel - labelMargin([c.qLabel]) - 12) / half),
+    })));
+  const layout = narrow
+    ? { columns: 'minmax(0, 1fr)', areas: ['qf', 'qa', 'qs', 'qr', 'qt', 'kf', 'ka', 'ks', 'kr', 'kt', 'vf', 'va', 'vs', 'an'] } // ui-text: not UI (CSS grid templates)
+    : { columns: 'repeat(3, minmax(0, 1fr))', areas: ['qf kf vf', 'qa ka va', 'qs ks vs', 'qr kr an', 'qt kt an'] }; // ui-text: not UI (CSS grid templates)
+  return {
+    ...layout,
+    overview: overview(c, T.rotated.q[c.slot], { range: signedRange(P.q, T.rotated.q[c.slot]) }),
+    items,
+  };
+}
+
 function scoresStep(T, c) {
   if (T.variant === 'additive') return additiveScoresStep(T, c);
   const linear = T.variant === 'linear'; // S = φ(Q_h)·φ(K_h)ᵀ: the panels show φ of the split q and k
-  const split = linear ? featureSplit(T.steps.split) : T.steps.split;
+  const split = linear ? featureSplit(scoredSplit(T)) : scoredSplit(T);
   const S = T.steps.scores[c.slot];
   // Side by side, Q_h's rows line up with S's; when windowed, S gets the room that Q_h and K_hᵀ
   // give up. On a narrow stage S goes below them, at the full width.
@@ -809,8 +967,8 @@ const QK_FIXED_PX = 228; // the query/key grid's width outside its two 1fr colum
  */
 export function queryKeySpec(T, selection) {
   const c = context(T, selection);
-  const qv = T.steps.split.q[c.slot][c.q];
-  const Kfull = T.steps.split.k[c.slot];
+  const qv = scoredSplit(T).q[c.slot][c.q];
+  const Kfull = scoredSplit(T).k[c.slot];
   const K = c.K(Kfull);
   const products = elementwiseRows(qv, K);
   const sums = rowSums(products);

@@ -30,11 +30,13 @@ export function createHeadViewPanel(els, { onFocus }) {
 
   return {
     /** Show one layer's heads: maps[h] a row-major Float32Array N x N (heads[h] its head index). */
-    async render({ tokens, maps, heads, layer, label }) {
+    async render({ tokens, maps, heads, layer, label, nHeads = null, nKvHeads = null }) {
       els.layerNote.textContent = label;
       const shown = await ready();
       if (!shown) return;
-      shown.render({ tokens, maps, heads, colours: heads.map((h) => headColour(h)), selected: head ?? undefined });
+      shown.render({
+        tokens, maps, heads, colours: heads.map((h) => headColour(h)), selected: head ?? undefined, nHeads, nKvHeads,
+      });
       if (wanted !== null) shown.focus(wanted);
       els.root.dataset.layer = String(layer);
     },

@@ -88,6 +88,18 @@ export function headToggle(head, colour, pressed) {
   return button;
 }
 
+/** The toggles of the query heads that share key-value head `kv`, side by side after a label "KV kv". */
+export function kvToggleGroup(kv, toggles) {
+  const group = element('span', 'head-view-kv', { role: 'group', 'data-kv': String(kv) });
+  const heads = toggles.map((button) => button.dataset.head).join(', ');
+  group.setAttribute('aria-label', t('overview.kvGroupTitle', { kv, heads }));
+  const name = element('span', 'head-view-kv-label');
+  name.textContent = t('overview.kvGroup', { kv });
+  name.title = t('overview.kvGroupTitle', { kv, heads });
+  group.append(name, ...toggles);
+  return group;
+}
+
 /**
  * Say what is shown: the container's data-* attributes (head-view-layout.js describeState), the status
  * line and the canvas's label.

@@ -27,7 +27,8 @@
 // the budget cut); `container.headViewLines()` returns the stroked lines as {head, query, key, weight}
 // typed arrays.
 import { headColour } from '../figures/colormap.js';
-import { buildHeadView, headToggle, tokenButton, writeStatus, writeWords } from './head-view-dom.js';
+import { kvRuns } from '../figures/kv-groups.js';
+import { buildHeadView, headToggle, kvToggleGroup, tokenButton, writeStatus, writeWords } from './head-view-dom.js';
 import {
   LIMIT_DEFAULT, ROW, allLines, canvasSize, countLines, emptyDrawing, keyMove, layerLines, linesOf, planLines, sameSize, sameToken,
   scrollFor, selectionOf,
@@ -211,7 +212,9 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
     if (notify) picked = true;
     visible = new Set(layer.heads.filter((head) => next.has(head)));
     stale = true;
-    for (const button of toggles.children) button.setAttribute('aria-pressed', String(visible.has(Number(button.dataset.head))));
+    for (const button of toggles.querySelectorAll('button.head-view-toggle')) {
+      button.setAttribute('aria-pressed', String(visible.has(Number(button.dataset.head))));
+    }
     paint();
     if (notify) onHeads?.([...visible].sort((a, b) => a - b));
   }
@@ -256,7 +259,7 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
    *   maps[i] is head heads[i]'s row-major N x N map (query, key); colours[i] its CSS colour (default:
    *   figures/colormap.js); selected: the head shown first (default: every head)
    */
-  function render({ tokens, maps, heads, colours, selected: head }) {
+  function render({ tokens, maps, heads, colours, selected: head, nHeads = null, nKvHeads = null }) {
     if (head !== undefined) selected = head;
     const sameHeads = heads.length === layer.heads.length && heads.every((head, i) => head === layer.heads[i]);
     layer = {
@@ -275,7 +278,12 @@ export function createHeadView(container, { onFocus, onHeads } = {}) {
     queries.replaceChildren(...tokens.map((token, i) => tokenButton(token, i, 'query')));
     keys.replaceChildren(...tokens.map((token, i) => tokenButton(token, i, 'key')));
     setFocused(focused);
-    toggles.replaceChildren(...layer.heads.map((head, h) => headToggle(head, layer.colours[h], visible.has(head))));
+    const buttons = layer.heads.map((head, h) => headToggle(head, layer.colours[h], visible.has(head)));
+    // grouped-query attention: the toggles of the heads sharing a key-value head side by side, labelled
+    const runs = kvRuns(layer.heads, nHeads ?? layer.heads.length, nKvHeads);
+    toggles.replaceChildren(...(runs.length
+      ? runs.map((run) => kvToggleGroup(run.kv, buttons.slice(run.start, run.start + run.count)))
+      : buttons));
     measure();
     paint();
   }

@@ -3,7 +3,10 @@
 // The grid can be coloured by a number per head (a frame around each map, its value in the map's name),
 // scaled per head or with one scale for all heads (with a gamma for small weights), and can mark one
 // token's row and column on every map (with pooled maps, the bins that hold the token).
+// Under grouped-query attention the columns are grouped by the key-value head their query heads share: a
+// row of labels "KV g" above them and a gap with a line between two groups.
 import { attentionPixels, cssGradient, matrixMax, sequential } from '../figures/colormap.js';
+import { kvGroup, kvRuns } from '../figures/kv-groups.js';
 import { t } from '../i18n/index.js';
 
 const ARROWS = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
@@ -160,17 +163,45 @@ export function createOverview(root, { onSelect, colourRamp }) {
 
   /**
    * Draw every map of an /attention or /attention/summary response: {layers, heads, attention[i][j] (rows),
-   * bins?} (bins: the token range [start, end) of each pooled row and column).
+   * bins?} (bins: the token range [start, end) of each pooled row and column). nHeads and nKvHeads (the
+   * model's, GET /api/v1/models): fewer key-value heads than query heads groups the columns by them.
    */
-  function render({ layers, heads, attention, bins = null }) {
+  function render({ layers, heads, attention, bins = null, nHeads = null, nKvHeads = null }) {
     data = { layers, heads, attention, bins };
     root.style.setProperty('--heads', String(heads.length));
-    const cells = [label('')];
-    for (const head of heads) cells.push(label(`H${head}`));
+    const runs = kvRuns(heads, nHeads ?? heads.length, nKvHeads);
+    const gapBefore = new Set(runs.slice(1).map((run) => run.start));
+    const gap = () => { const cell = document.createElement('div'); cell.className = 'kv-gap'; return cell; };
+    // one column per head, and a narrow one between two groups
+    root.style.gridTemplateColumns = runs.length
+      ? `1.8rem ${runs.map((run) => `repeat(${run.count}, minmax(0, 1fr))`).join(' 9px ')}` : '';
+    root.dataset.kvGroups = String(runs.length);
+    const cells = [];
+    if (runs.length) {
+      cells.push(label(''));
+      runs.forEach((run, i) => {
+        if (i > 0) cells.push(gap());
+        const group = label(t('overview.kvGroup', { kv: run.kv }), 'axis-label kv-label');
+        group.style.gridColumn = `span ${run.count}`;
+        group.dataset.kv = String(run.kv);
+        group.title = t('overview.kvGroupTitle', {
+          kv: run.kv, heads: kvGroup(heads[run.start], nHeads ?? heads.length, nKvHeads).heads.join(', '),
+        });
+        cells.push(group);
+      });
+    }
+    cells.push(label(''));
+    heads.forEach((head, col) => {
+      if (gapBefore.has(col)) cells.push(gap());
+      cells.push(label(`H${head}`));
+    });
     buttons = layers.map((layer, row) => {
       cells.push(label(`L${layer}`));
       const rowButtons = heads.map((head, col) => thumbnail(layer, head, row, col, attention[row][col].length));
-      cells.push(...rowButtons);
+      rowButtons.forEach((button, col) => {
+        if (gapBefore.has(col)) cells.push(gap());
+        cells.push(button);
+      });
       return rowButtons;
     });
     root.replaceChildren(...cells);

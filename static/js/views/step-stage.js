@@ -8,7 +8,7 @@
 // page is idle, into a hidden grid of the same width; when the user goes on to it, that grid takes
 // the place of the shown one. Anything that changes what it would show (new data, another head, query
 // or key window, another width, another step) throws it away.
-import { STEPS, stepSpec, stepVariant } from '../figures/steps.js';
+import { splitFacts, STEPS, stepSpec, stepVariant } from '../figures/steps.js';
 import { stepNote, stepText } from '../i18n/steps.js';
 import { dataText, drawGrid, releaseGrid } from './figure-grid.js';
 
@@ -65,6 +65,7 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
       query: `${query} (“${DATA_MARK}”)`,
       temperature: data.temperature,
       seed: data.seed ?? 0,
+      ...(data.source === 'trace' ? splitFacts(data, selection.head) : {}), // key-value heads, RoPE's settings
     };
   }
 
