@@ -213,17 +213,18 @@ export function predictIris(body) {
  * GET /api/v1/cost: parameters, memory and FLOPs of one attention layer and of L layers, each with its
  * formula filled in, and one layer's memory against S (`curve`), for standard attention, FlashAttention
  * and the KV cache.
- * @param {{d_model: number, n_heads: number, n_kv_heads: number, seq_len: number, batch: number,
- *          n_layers: number, bytes: number, bias: boolean}} sizes
+ * @param {{d_model: number, n_heads: number, n_kv_heads?: number, seq_len: number, batch: number,
+ *          n_layers: number, bytes: number, bias: boolean}} sizes n_kv_heads left out: n_heads (multi-head)
  * @returns {Promise<{sizes: object, per_layer: Object<string, {value: number, formula: string, filled: string}>,
  *   total: Object<string, number>, curve: {seq_len: number[], attention_matrix_bytes: number[],
  *   flash_attention_bytes: number[], kv_cache_bytes: number[]}, max_exact: number}>}
  */
 export function getCost({ d_model, n_heads, n_kv_heads, seq_len, batch, n_layers, bytes, bias }) {
   const params = new URLSearchParams({
-    d_model: String(d_model), n_heads: String(n_heads), n_kv_heads: String(n_kv_heads), seq_len: String(seq_len),
+    d_model: String(d_model), n_heads: String(n_heads), seq_len: String(seq_len),
     batch: String(batch), n_layers: String(n_layers), bytes: String(bytes), bias: String(bias),
   });
+  if (n_kv_heads !== undefined && n_kv_heads !== null) params.set('n_kv_heads', String(n_kv_heads));
   return requestJson(`/api/v1/cost?${params}`);
 }
 
