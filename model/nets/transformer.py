@@ -207,7 +207,8 @@ class Transformer(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Next-token logits (…, V) of the last hidden state (…, D), which forward returns (after the final
-        norm): the LM head alone. Only for a network with an LM head (NetConfig.lm_head)."""
+        norm): the LM head, soft-capped when NetConfig.logit_softcap says so (Gemma 2). Only for a network with
+        an LM head (NetConfig.lm_head)."""
         if not self.cfg.lm_head:
             raise TypeError("this network has no LM head")
         head = self.embeddings.word.weight if self.lm_head is None else self.lm_head.weight  # (V, D)
