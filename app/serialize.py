@@ -41,6 +41,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from model.analysis import study
+from model.analysis.generate import Generation, NewToken
 from model.checkpoints.tokenizer import Token
 from model.lab import iris
 from model.maps import U16_SCALE
@@ -59,6 +60,7 @@ from .schemas.analysis import (
     LensLayer as LensLayerInfo,
 )
 from .schemas.common import TokenInfo
+from .schemas.generate import Alternative, NewTokenInfo, TokenEvent
 from .schemas.iris import (
     CancelledEvent,
     DoneEvent,
@@ -328,3 +330,19 @@ def iris_prediction(prediction: iris.Prediction) -> PredictResponse:
     body = IrisTrace(**{**trace, **parameters, "steps": steps(trace["steps"])})
     return PredictResponse(classes=list(iris.CLASSES), probabilities=prediction.probabilities.tolist(),
                            predicted=iris.CLASSES[prediction.predicted], epoch=prediction.epoch, trace=body)
+
+
+def token_event(run: Generation, token: NewToken) -> str:
+    """The event's JSON; the attention rows (layers × heads × keys float32 numbers) written by orjson from the
+    array, each number in its shortest float32 form (a Python float per number took most of a token's time)."""
+    decode = run.model.tokenizer.token_text
+    event = TokenEvent(
+        index=token.index, token=NewTokenInfo(id=token.id, text=token.text, display=token.display),
+        probability=short_float(token.probability),
+        top=[Alternative(id=i, display=decode(i)[1], probability=short_float(p))
+             for i, p in zip(token.top_ids, token.top_probabilities, strict=True)],
+        attention=None, cache_bytes=token.cache_bytes,
+    ).model_dump()
+    if token.attention is not None:
+        event["attention"] = torch.stack(token.attention).numpy()  # (L, H, index + 1) float32
+    return orjson.dumps(event, option=orjson.OPT_SERIALIZE_NUMPY).decode()

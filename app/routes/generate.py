@@ -12,25 +12,15 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
-import orjson
-import torch
 from fastapi import APIRouter, Depends, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from model.analysis.generate import TOP, Generation, NewToken, Sampling
+from model.analysis.generate import TOP, Generation, Sampling
 
 from ..deps import Hub, Resolved, resolved_with_lm_head
 from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL
-from ..schemas.generate import (
-    Alternative,
-    DoneEvent,
-    ErrorEvent,
-    GenerateRequest,
-    NewTokenInfo,
-    PromptEvent,
-    TokenEvent,
-)
-from ..serialize import short_float, tokens
+from ..schemas.generate import DoneEvent, ErrorEvent, GenerateRequest, PromptEvent
+from ..serialize import token_event, tokens
 from .analysis import TEXT_RULES
 
 logger = logging.getLogger(__name__)
@@ -47,22 +37,6 @@ EVENTS_DOC = (
     "and its own), cache_bytes}; last `done` {text, tokens, stopped, tokens_per_second}, or `error` {detail} when a "
     "token could not be made after the stream started."
 )
-
-
-def token_event(run: Generation, token: NewToken) -> str:
-    """The event's JSON; the attention rows (layers × heads × keys float32 numbers) written by orjson from the
-    array, each number in its shortest float32 form (a Python float per number took most of a token's time)."""
-    decode = run.model.tokenizer.token_text
-    event = TokenEvent(
-        index=token.index, token=NewTokenInfo(id=token.id, text=token.text, display=token.display),
-        probability=short_float(token.probability),
-        top=[Alternative(id=i, display=decode(i)[1], probability=short_float(p))
-             for i, p in zip(token.top_ids, token.top_probabilities, strict=True)],
-        attention=None, cache_bytes=token.cache_bytes,
-    ).model_dump()
-    if token.attention is not None:
-        event["attention"] = torch.stack(token.attention).numpy()  # (L, H, index + 1) float32
-    return orjson.dumps(event, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
 @router.post(
