@@ -4,8 +4,11 @@ that a change meant to move code around changes no number.
 `python -m tests.golden DIR` records the answers of the models served from the test checkpoints in DIR
 (made with tests/checkpoints.py when DIR is empty) into tests/golden/answers.json.gz;
 tests/api/test_golden.py replays every request and compares. Numbers must agree to GOLDEN_TOLERANCE
-relative to the largest magnitude of their list (a reordered float32 sum can change the last bits;
-everything else is compared exactly). Re-record only for a change that is meant to change answers, and
+relative to the largest magnitude of their list; everything else is compared exactly. The tolerance is the
+accuracy attnscope promises against its references (1e-5): CPUs of different vector widths sum float32
+products in different orders, which moved MiniLM's maps by up to 2.1e-6 of their largest weight between two
+machines (answers recorded on one, replayed on the other), while a change of code that changes answers moves
+them by far more. Re-record only for a change that is meant to change answers, and
 say which in the commit.
 """
 
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 ANSWERS = Path(__file__).with_name("answers.json.gz")
-GOLDEN_TOLERANCE = 1e-6
+GOLDEN_TOLERANCE = 1e-5
 
 TEXTS = ("The cat sat on the mat because it was warm.", "注意力让模型看向最相关的词。")
 LOCAL = ("tiny-bert", "tiny-roberta", "tiny-distilbert", "tiny-electra", "tiny-gpt2")

@@ -24,6 +24,7 @@ from model.nets.config import NetConfig, RopeScaling
 from model.nets.positions import rope_half, rope_inverse_frequencies
 
 from ..checkpoints import LLAMA_KINDS, LLAMA_SETTINGS
+from .test_architectures import off
 
 transformers = pytest.importorskip("transformers")
 
@@ -74,11 +75,11 @@ def test_ids_maps_hidden_state_and_logits_equal_transformers(checkpoint, referen
         assert (maps - ref_maps).abs().max().item() <= TOLERANCE, case
         assert ref_maps[:, :, 3:].max().item() > 0.5, case  # far from uniform (past the first rows, which are 1s)
         hidden = ours.run(encoded)
-        assert (hidden - out.hidden_states[-1]).abs().max().item() <= TOLERANCE, case
+        assert off(hidden, out.hidden_states[-1]) <= TOLERANCE, case
         streams = residual_streams(ours.decoder, torch.tensor([encoded.ids]))  # (L + 1, 1, T, D)
         logits = ours.decoder.unembed(streams[-1])  # (1, T, V): the final norm and the LM head
-        assert (logits - out.logits).abs().max().item() <= 1e-4, case
-        assert (streams[1] - out.hidden_states[1]).abs().max().item() <= TOLERANCE, case
+        assert off(logits, out.logits) <= TOLERANCE, case
+        assert off(streams[1], out.hidden_states[1]) <= TOLERANCE, case
 
 
 def test_the_network_is_configured_as_the_checkpoint_says(checkpoint, ours):
@@ -161,7 +162,7 @@ def test_a_perturbed_weight_breaks_the_comparison(llama_dirs):
     maps = torch.stack(model.attention_maps(encoded).per_layer)
     assert (maps[0] - ref_maps[0]).abs().max().item() <= TOLERANCE  # the layer before the change still agrees
     assert (maps[1] - ref_maps[1]).abs().max().item() > TOLERANCE
-    assert (model.run(encoded) - out.hidden_states[-1]).abs().max().item() > TOLERANCE
+    assert off(model.run(encoded), out.hidden_states[-1]) > TOLERANCE
 
 
 @pytest.mark.parametrize("kind", ["mistral", "qwen3"])
@@ -304,13 +305,13 @@ def test_layers_with_and_without_a_window_equal_transformers(llama_dirs, tmp_pat
     encoded = model.tokenizer.encode(TEXTS["english"])
     maps = torch.stack(model.attention_maps(encoded).per_layer)  # (L, H, T, T)
     assert (maps - ref_maps).abs().max().item() <= TOLERANCE
-    assert (model.run(encoded) - out.hidden_states[-1]).abs().max().item() <= TOLERANCE
+    assert off(model.run(encoded), out.hidden_states[-1]) <= TOLERANCE
     n = len(encoded)
     i, j = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
     far = j <= i - 3  # keys the window hides
     assert (maps[1][:, far] == 0).all() and (maps[0][:, far] > 0).all()
     streams = residual_streams(model.decoder, torch.tensor([encoded.ids]))  # the lens runs the same masks
-    assert (model.decoder.final_norm(streams[-1]) - out.hidden_states[-1]).abs().max().item() <= TOLERANCE
+    assert off(model.decoder.final_norm(streams[-1]), out.hidden_states[-1]) <= TOLERANCE
 
 
 def test_an_unknown_layer_type_is_refused(llama_dirs, tmp_path):
