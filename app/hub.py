@@ -133,7 +133,7 @@ class ModelHub:
 
     def __init__(self, default_model: str, cache_bytes: int = 0, torch_threads: int = 1,
                  model_dirs: Mapping[str, Path] | None = None, model_paths: Sequence[Path] = (),
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", dtype: str = "float32") -> None:
         dirs = dict(model_dirs or {})
         unknown = sorted(set(dirs) - set(MODELS))
         if unknown:
@@ -148,9 +148,9 @@ class ModelHub:
         self._housekeeper = Housekeeper(queued=lambda: self.stats["queued"])
 
         def load_all() -> dict[str, LoadedModel]:
-            loaded = {mid: load(mid, device, directory=dirs.get(mid)) for mid in MODELS}
+            loaded = {mid: load(mid, device, dtype=dtype, directory=dirs.get(mid)) for mid in MODELS}
             for path in model_paths:
-                model = load(path, device, taken=loaded)
+                model = load(path, device, dtype=dtype, taken=loaded)
                 loaded[model.spec.id] = model
             return loaded
 
@@ -163,7 +163,8 @@ class ModelHub:
             raise StartupError(f"{exc}; check ATTNSCOPE_MODEL_PATHS / --model") from exc
         except DeviceError as exc:
             self.close()
-            raise StartupError(f"ATTNSCOPE_DEVICE={device} (--device {device}): {exc}") from exc
+            raise StartupError(f"ATTNSCOPE_DEVICE={device} ATTNSCOPE_DTYPE={dtype} "
+                               f"(--device {device} --dtype {dtype}): {exc}") from exc
         if default_model not in self.loaded:
             self.close()
             raise StartupError(
@@ -292,7 +293,7 @@ class ModelHub:
                     n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model, d_head=cfg.d_head,
                     n_kv_heads=cfg.kv_heads, positions=cfg.positions, window=cfg.window,
                     window_layers=None if cfg.local_layers is None else list(cfg.local_layers),
-                    max_tokens=model.tokenizer.max_tokens, causal=spec.causal, pairs=spec.pairs,
+                    max_tokens=model.tokenizer.max_tokens, dtype=model.dtype_name, causal=spec.causal, pairs=spec.pairs,
                     lm_head=model.lm_head, local=spec.local, path=str(spec.locate()) if show_paths else None,
                     default=mid == self.default,
                 )

@@ -29,7 +29,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return_large_buffers_to_the_os()
         try:
             app.state.hub = ModelHub(settings.default_model, settings.cache_bytes, settings.torch_threads,
-                                     settings.model_dirs, settings.model_paths, settings.device)
+                                     settings.model_dirs, settings.model_paths, settings.device, settings.dtype)
         except StartupError as exc:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise

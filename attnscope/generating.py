@@ -15,7 +15,7 @@ from model.analysis.generate import MAX_NEW_TOKENS
 from model.errors import InputError
 
 from .api import NewToken
-from .commands import Refused, _count, _encode, open_model
+from .commands import Refused, _count, _encode, add_placement, open_model
 
 
 def _number(low: float, high: float, low_open: bool = False) -> Callable[[str], float]:
@@ -69,12 +69,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     gen.add_argument("--json", action="store_true",
                      help="print one JSON object at the end (every token with its probability and top 5) "
                           "instead of the text as it comes")
-    gen.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the model runs (default cpu)")
+    add_placement(gen)
 
 
 def generate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     started = time.perf_counter()
-    model = open_model(args.model, args.device)
+    model = open_model(args.model, args.device, args.dtype)
     if not model.pretrained.lm_head:
         raise Refused(f"--model {args.model}: model {model.info.id!r} ({model.info.architecture}) has no LM head, "
                       "which generation needs; give a decoder: a GPT-2, Llama, Mistral or Qwen checkpoint")

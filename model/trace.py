@@ -15,6 +15,12 @@ StepValue = torch.Tensor | dict[str, torch.Tensor]
 OnRecord = Callable[[int, str, StepValue], StepValue]
 
 
+def widen(t: torch.Tensor) -> torch.Tensor:
+    """A bfloat16 or float16 tensor as float32, any other as it is (float32, the lab's float64, integers):
+    what a network in bfloat16 computes is recorded and answered in float32."""
+    return t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+
+
 class Trace:
     """Collects step values for chosen layers and steps during one forward.
 
@@ -68,11 +74,12 @@ class LayerRecorder:
 
     def __call__(self, step: str, value: StepValue) -> None:
         if step in self.steps:
-            # On the CPU whatever device the model runs on: the answers are built from these (no copy on the CPU).
+            # On the CPU and in float32 whatever device and dtype the model runs with: the answers are built from
+            # these (no copy for float32 on the CPU).
             if isinstance(value, dict):
-                value = {name: t.detach().cpu() for name, t in value.items()}
+                value = {name: widen(t.detach()).cpu() for name, t in value.items()}
             else:
-                value = value.detach().cpu()
+                value = widen(value.detach()).cpu()
             self._store[step] = value if self._keep is None else self._keep(step, value)
 
 

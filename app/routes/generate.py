@@ -31,8 +31,8 @@ router = APIRouter(prefix="/api/v1", tags=["generate"],
 GenerateInput = Annotated[Resolved[GenerateRequest], Depends(resolved_with_lm_head(GenerateRequest, "generation"))]
 
 EVENTS_DOC = (
-    "Server-sent events: first `prompt` {tokens, n_layers, n_heads, n_kv_heads, d_head, limit}; then one `token` "
-    "per new token {index, token: {id, text, display}, probability, top: [{id, display, probability}] (the "
+    "Server-sent events: first `prompt` {tokens, n_layers, n_heads, n_kv_heads, d_head, dtype, limit}; then one "
+    "`token` per new token {index, token: {id, text, display}, probability, top: [{id, display, probability}] (the "
     f"{TOP} most probable), attention: [layer][head][index + 1] (the new token's query against every cached key "
     "and its own), cache_bytes}; last `done` {text, tokens, stopped, tokens_per_second}, or `error` {detail} when a "
     "token could not be made after the stream started."
@@ -61,7 +61,8 @@ async def generate(r: GenerateInput, hub: Hub) -> Response:
     run = await anyio.to_thread.run_sync(hub.run, Generation, r.model, r.encoded.ids, req.max_new_tokens, sampling,
                                          req.attention)
     prompt = PromptEvent(tokens=tokens(r.encoded.tokens), n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                         n_kv_heads=cfg.kv_heads, d_head=cfg.d_head, limit=cfg.max_positions)
+                         n_kv_heads=cfg.kv_heads, d_head=cfg.d_head, dtype=r.model.dtype_name,
+                         limit=cfg.max_positions)
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(data=prompt.model_dump_json(), event="prompt")

@@ -152,6 +152,9 @@ class ModelInfo(BaseModel):
                                                   "local layers, Qwen2's from max_window_layers on); null: every "
                                                   "layer when there is a window.")
     max_tokens: int
+    dtype: Literal["float32", "bfloat16"] = Field(
+        description="What the weights are kept and computed in (attnscope serve --dtype): float32, or bfloat16 (maps "
+                    "within about 1e-2 of float32's). Every answer is float32 either way.")
     causal: bool = Field(description="Each token attends only to itself and the tokens before it (GPT-2).")
     pairs: bool = Field(description="Takes a second segment (text_pair).")
     lm_head: bool = Field(description="Has a language-model head: POST /api/v1/lens works for it.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from model.analysis.generate import MAX_NEW_TOKENS, TOP
@@ -40,6 +42,8 @@ class PromptEvent(BaseModel):
     n_heads: int
     n_kv_heads: int = Field(description="Key-value heads: fewer than n_heads under grouped-query attention.")
     d_head: int
+    dtype: Literal["float32", "bfloat16"] = Field(description="What the model computes in, and the cache holds: "
+                                                  "4 bytes a number (float32) or 2 (bfloat16).")
     limit: int = Field(description="The model's limit of tokens (input and new together).")
 
 

@@ -15,6 +15,7 @@ import torch
 
 from model.errors import IndexOutOfRange, InputError
 from model.nets.transformer import Transformer
+from model.trace import widen
 
 DEFAULT_TOP_K = 5
 MAX_TOP_K = 20
@@ -92,7 +93,7 @@ def logit_lens(decoder: Transformer, ids: Sequence[int], position: int, top_k: i
         raise PositionOutOfRange(position, len(ids))
     device = decoder.embeddings.word.weight.device
     streams = residual_streams(decoder, torch.tensor([list(ids)], device=device))  # (L + 1, 1, T, D)
-    logits = decoder.unembed(streams[:, 0, position])  # (L + 1, V)
+    logits = widen(decoder.unembed(streams[:, 0, position]))  # (L + 1, V), float32 for a bfloat16 network too
     probabilities = torch.softmax(logits, dim=-1)  # (L + 1, V)
     top = torch.topk(probabilities, min(top_k, logits.shape[-1]), dim=-1)  # (L + 1, k) each
     ids_k, probabilities_k = top.indices.cpu(), top.values.cpu()  # (L + 1, k): answers come back on the CPU

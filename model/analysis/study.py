@@ -14,7 +14,7 @@ from model.analysis import heads, lens
 from model.analysis.contributions import contributions as norm_contributions
 from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.tokenizer import Encoded
-from model.trace import Trace
+from model.trace import Trace, widen
 
 
 def aggregate(model: LoadedModel, encoded: Encoded, kind: str, residual: float) -> torch.Tensor:
@@ -74,7 +74,7 @@ def contributions(model: LoadedModel, encoded: Encoded, layers: list[int], chose
     for layer in layers:
         split = trace[layer]["split"]
         assert isinstance(split, dict)
-        w_o = model.net.block(layer).attention.output.weight.detach().T.cpu()  # (H·Dv, D): x W_o
+        w_o = widen(model.net.block(layer).attention.output.weight.detach()).T.cpu()  # (H·Dv, D): x W_o
         ph, total = norm_contributions(trace.tensor(layer, "softmax")[0], split["v"][0], w_o, chosen)
         per_head.append(ph)
         sums.append(total)

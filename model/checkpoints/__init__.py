@@ -23,8 +23,13 @@ from model.checkpoints.registry import MODELS, local_id
 from model.errors import DeviceError, UnknownModel
 
 DEVICES = ("cpu", "cuda")
+# What the weights are kept and computed in: float32 (the default: answers equal transformers' to 1e-5), or
+# bfloat16 (half the memory; on a CPU with bfloat16 instructions, AVX-512 BF16 or AMX, its matrix products are
+# several times faster; its maps differ from float32's by about 1e-2: docs/performance.md).
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
-__all__ = ["DEVICES", "SUPPORTED", "LoadedModel", "ModelSpec", "check_device", "load", "read_checkpoint"]
+__all__ = ["DEVICES", "DTYPES", "SUPPORTED", "LoadedModel", "ModelSpec", "check_device", "check_dtype", "load",
+           "read_checkpoint"]
 
 
 def check_device(device: str) -> None:
@@ -34,6 +39,19 @@ def check_device(device: str) -> None:
     if device == "cuda" and not torch.cuda.is_available():
         raise DeviceError("device 'cuda' was asked for, but torch.cuda.is_available() is False here "
                           "(a CPU-only torch, or no GPU); use device 'cpu'")
+
+
+def check_dtype(dtype: str, device: str = "cpu") -> None:
+    """DeviceError for a dtype other than float32 and bfloat16, and for bfloat16 where the device has no
+    bfloat16 arithmetic (a CPU without AVX-512 BF16 or AMX would compute it slower than float32)."""
+    if dtype not in DTYPES:
+        raise DeviceError(f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
+    if dtype == "bfloat16":
+        supported = (torch.cuda.is_bf16_supported() if device == "cuda"
+                     else torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        if not supported:
+            raise DeviceError(f"dtype 'bfloat16' was asked for, but this {device} has no bfloat16 arithmetic "
+                              "(a CPU needs AVX-512 BF16 or AMX); use dtype 'float32'")
 
 
 def read_checkpoint(directory: Path | str) -> Parts:
@@ -66,18 +84,21 @@ def _local(path: Path, label: str, name: str, taken: Iterable[str]) -> tuple[Mod
     return spec, parts
 
 
-def load(name_or_path: str | Path, device: str = "cpu", *, taken: Iterable[str] = (),
+def load(name_or_path: str | Path, device: str = "cpu", *, dtype: str = "float32", taken: Iterable[str] = (),
          directory: Path | None = None) -> LoadedModel:
     """A known model id ("minilm"), a local checkpoint directory or a Hugging Face repo id ("ORG/NAME",
     "ORG/NAME@REVISION") found in the local cache (model/checkpoints/hfcache.py; never downloaded), loaded
-    in eval mode on `device`. A directory wins over a repo id of the same name.
+    in eval mode on `device`, its weights as `dtype` (DTYPES; the checkpoint's own dtype does not matter: a
+    bfloat16 checkpoint is read as float32 unless `dtype` is bfloat16). A directory wins over a repo id of the
+    same name.
 
     `taken`: ids already in use, which a directory's id avoids (local_id); `directory`: where a known id's
-    files are when not where its spec locates them. Raises DeviceError first (check_device), then
+    files are when not where its spec locates them. Raises DeviceError first (check_device, check_dtype), then
     UnknownModel (naming the known ids) for a name that is neither, CheckpointError for a directory
     that does not hold a supported checkpoint and for a repo id that is not in the cache (naming the cache
     directory and the command that downloads it); a repo id's model id is its NAME made unique."""
     check_device(device)
+    check_dtype(dtype, device)
     key = str(name_or_path)
     if key in MODELS:
         spec = MODELS[key]
@@ -93,4 +114,4 @@ def load(name_or_path: str | Path, device: str = "cpu", *, taken: Iterable[str] 
         raise UnknownModel(key, list(MODELS), hint="or the path of a checkpoint directory, or a Hugging Face repo id "
                                                    "(ORG/NAME) in the local cache")
     stops = stop_ids(path) if parts.net.cfg.lm_head else ()
-    return LoadedModel(parts.net.eval(), parts.tokenizer, spec, parts.uses_segments, stops).to(device)
+    return LoadedModel(parts.net.eval(), parts.tokenizer, spec, parts.uses_segments, stops).to(device, DTYPES[dtype])

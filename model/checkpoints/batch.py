@@ -21,7 +21,7 @@ import torch
 
 from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.tokenizer import Encoded
-from model.trace import StepValue, Trace
+from model.trace import StepValue, Trace, widen
 
 DEFAULT_BATCH_SIZE = 8
 
@@ -65,7 +65,7 @@ def pad(model: LoadedModel, encodings: Sequence[Encoded]) -> Padded:
 def forward(model: LoadedModel, batch: Padded, trace: Trace | None = None) -> torch.Tensor:
     """The last hidden state of a padded batch (B, T, D) on the CPU; rows past an input's length are padding."""
     hidden: torch.Tensor = model.net(batch.ids, batch.segments, trace=trace, padding=batch.padding)
-    return hidden.cpu()
+    return widen(hidden).cpu()
 
 
 def batches(lengths: Sequence[int], batch_size: int = DEFAULT_BATCH_SIZE) -> list[list[int]]:

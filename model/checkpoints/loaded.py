@@ -15,7 +15,7 @@ from model.maps import AttentionMaps, quantize_u16
 from model.nets.config import NetConfig
 from model.nets.edit import Edit
 from model.nets.transformer import Transformer
-from model.trace import StepValue, Trace, arrange_rotation, select
+from model.trace import StepValue, Trace, arrange_rotation, select, widen
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,17 @@ class LoadedModel:
         return self.net.embeddings.word.weight.device
 
     @property
+    def dtype(self) -> torch.dtype:
+        """What the weights are and the network computes in: float32, or bfloat16 (model.checkpoints.load's
+        `dtype`); every answer is float32 either way."""
+        return self.net.embeddings.word.weight.dtype
+
+    @property
+    def dtype_name(self) -> str:
+        """The dtype's name: "float32" or "bfloat16"."""
+        return str(self.dtype).removeprefix("torch.")
+
+    @property
     def lm_head(self) -> bool:
         """Whether the model predicts next tokens (the logit lens needs it): a tied LM head or its own."""
         return self.net.cfg.lm_head
@@ -80,10 +91,11 @@ class LoadedModel:
             raise TypeError(f"model {self.spec.id!r} ({self.architecture}) has no LM head")
         return self.net
 
-    def to(self, device: str | torch.device) -> LoadedModel:
-        """Moves the weights to `device` ("cpu", "cuda"); inputs follow them, and traced values and
-        answers always come back on the CPU."""
+    def to(self, device: str | torch.device, dtype: torch.dtype = torch.float32) -> LoadedModel:
+        """Moves the weights to `device` ("cpu", "cuda") as `dtype` (Transformer.cast); inputs follow them, and
+        traced values and answers always come back on the CPU, in float32."""
         self.net.to(device)
+        self.net.cast(dtype)
         return self
 
     def run(self, encoded: Encoded, trace: Trace | None = None, edit: Edit | None = None,
@@ -93,7 +105,7 @@ class LoadedModel:
         ids = torch.tensor([encoded.ids], device=self.device)  # (1, T)
         segments = torch.tensor([encoded.segments], device=self.device) if self.uses_segments else torch.zeros_like(ids)
         hidden: torch.Tensor = self.net(ids, segments, trace=trace, edit=edit, through=through)  # (1, T, D)
-        return hidden.cpu()
+        return widen(hidden).cpu()
 
     def attention_maps(self, encoded: Encoded, compact: bool = False,
                        on_layer: Callable[[int, torch.Tensor], None] | None = None,

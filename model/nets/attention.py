@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 from torch import nn
 
-from model.trace import LayerRecorder
+from model.trace import LayerRecorder, widen
 
 if TYPE_CHECKING:
     from model.nets.cache import LayerCache
@@ -87,13 +87,13 @@ def softmax_rows(scores: torch.Tensor, any_hidden: bool = True) -> torch.Tensor:
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Each query's mix of value vectors."""
-    return weights @ v  # (B, H, T, Dh)
+    """Each query's mix of value vectors (the weights in v's dtype, for a bfloat16 network)."""
+    return weights.to(v.dtype) @ v  # (B, H, T, Dh)
 
 
-def head_factor(n_heads: int, heads: list[int], value: float) -> torch.Tensor:
+def head_factor(n_heads: int, heads: list[int], value: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """(1, H, 1, 1): `value` for the chosen heads, 1 for the others (broadcasts over (B, H, T, S))."""
-    factor = torch.ones(1, n_heads, 1, 1)
+    factor = torch.ones(1, n_heads, 1, 1, dtype=dtype)
     factor[0, heads] = value
     return factor
 
@@ -112,7 +112,7 @@ def hide_keys(masked: torch.Tensor, heads: list[int], keys: list[int]) -> torch.
 
 def ablate_heads(mixed: torch.Tensor, heads: list[int]) -> torch.Tensor:
     """An edit: the chosen heads' weighted sums zeroed (a new tensor)."""
-    return mixed * head_factor(mixed.shape[1], heads, 0.0)  # (B, H, T, Dv)
+    return mixed * head_factor(mixed.shape[1], heads, 0.0, mixed.dtype)  # (B, H, T, Dv)
 
 
 def causal_mask(t: int, s: int | None = None, window: int | None = None, offset: int = 0) -> torch.Tensor:
@@ -235,7 +235,7 @@ class MultiHeadAttention(nn.Module):
         kh = share_heads(kg, self.n_heads)  # (B, H, S, Dk)
         vh = share_heads(vg, self.n_heads)  # (B, H, S, Dv)
         rec("split", {"q": qh, "k": kh, "v": vh, **unrotated})
-        scores = self.score(qh, kh)  # (B, H, T, S)
+        scores = widen(self.score(qh, kh))  # (B, H, T, S): float32 from here to the softmax in a bfloat16 network
         rec("scores", scores)
         scaled = scale_scores(scores, self.scale, in_place=not rec.wants("scores"))
         if self.softcap is not None:

@@ -128,6 +128,17 @@ class Transformer(nn.Module):
             for block in self.blocks:
                 cast(Block, block).attention.rotate = self.rotate
 
+    def cast(self, dtype: torch.dtype) -> Transformer:
+        """Every weight as `dtype` (float32, or bfloat16: half the memory, and fast matrix products on CPUs with
+        bfloat16 instructions), the network then computing in it; RoPE's frequencies stay float32, as
+        transformers keeps them. The attention turns its scores to float32 for the scale, the mask and the
+        softmax (model/nets/attention.py), so the weights it gives are float32 in either dtype."""
+        inverse = getattr(self, "rope_inverse", None)
+        self.to(dtype)
+        if inverse is not None:
+            self.rope_inverse = inverse
+        return self
+
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """RoPE (the half-split form) of one head stack (B, H, T, Dh): row t rotated for position offset + t."""
         inverse = cast(torch.Tensor, self.rope_inverse)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import attnscope
+from tests.model.test_dtype import BF16
 
 from .test_commands import attnscope_cli, in_process
 
@@ -49,6 +50,7 @@ def test_the_command_prints_transformers_greedy_continuation(llama_dirs):
     (["--max-new-tokens", "60"], "exceed the model's limit of 64; ask for at most"),
     (["--top-p", "0"], "give a number above 0 and at most 1"),
     (["--temperature", "-1"], "give a number at least 0"),
+    (["--dtype", "float16"], "argument --dtype: invalid choice: 'float16' (choose from 'float32', 'bfloat16')"),
 ])
 def test_refusals_say_what_to_change(args, words, checkpoint_dirs, capsys):
     argv = ["generate", PROMPT, "--model", checkpoint_dirs["gpt2"], *args]
@@ -78,3 +80,23 @@ def test_the_python_api_yields_tokens_with_their_attention(checkpoint_dirs):
         next(attnscope.load("minilm").generate(PROMPT))
     with pytest.raises(ValueError, match="limit of 64"):
         next(model.generate(PROMPT, 200))
+
+
+@pytest.mark.skipif(not BF16, reason="this CPU has no bfloat16 arithmetic (tests/model/test_dtype.py)")
+def test_dtype_bfloat16_in_the_commands_and_the_python_api(llama_dirs, tmp_path, capsys):
+    """--dtype and load(dtype=) reach the model: float32 maps that differ from the float32 model's by bfloat16's
+    rounding (tests/model/test_dtype.py holds them to transformers' bfloat16), and generation in bfloat16."""
+    directory = llama_dirs["gemma2"]
+    code, err = in_process(["attention", PROMPT, "--model", directory, "--dtype", "bfloat16",
+                            "--out", tmp_path / "half.npz"], capsys)
+    assert code == 0, err
+    half = np.load(tmp_path / "half.npz")["maps"]
+    full = attnscope.load(directory).attention(PROMPT).maps
+    assert half.dtype == np.float32 and half.shape == full.shape
+    assert 0 < np.abs(half - full).max() <= 0.1
+    code, err = in_process(["generate", PROMPT, "--model", directory, "--dtype", "bfloat16", "--max-new-tokens",
+                            "3", "--json"], capsys)
+    assert code == 0, err
+    model = attnscope.load(directory, dtype="bfloat16")
+    assert model.pretrained.dtype == torch.bfloat16
+    assert len(list(model.generate(PROMPT, 3))) == 3

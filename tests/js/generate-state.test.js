@@ -45,7 +45,7 @@ test('settings: each field refused where the server would refuse it, with its ke
 
 const PROMPT = {
   tokens: [{ text: 'Hello', display: 'Hello' }, { text: 'Ġworld', display: ' world' }],
-  n_layers: 2, n_heads: 4, n_kv_heads: 2, d_head: 16, limit: 64,
+  n_layers: 2, n_heads: 4, n_kv_heads: 2, d_head: 16, dtype: 'float32', limit: 64,
 };
 const token = (index, display, attention = null) => ({
   index, token: { id: index, text: display, display }, probability: 0.5, top: [], attention,
@@ -98,4 +98,9 @@ test('the KV cache: the formula, and what multi-head attention would keep', () =
   assert.ok(!plain.grouped);
   assert.equal(plain.multiHead, plain.bytes);
   assert.equal(plain.formula, plain.bytes);
+  // a bfloat16 model's cache: 2 bytes a number
+  const half = cacheNumbers({ ...PROMPT, dtype: 'bfloat16' }, { index: 9, cache_bytes: 2560 });
+  assert.equal(half.formula, 2 * 2 * 10 * 2 * 16 * 2);
+  assert.equal(half.formula, half.bytes);
+  assert.equal(half.size, 2);
 });

@@ -1026,7 +1026,7 @@ export default {
   "generate.detail.notInTop": "The drawn token is not among the top 5.",
   "generate.cache.heading": "KV cache",
   "generate.cache.size": "{size} for {tokens} tokens",
-  "generate.cache.formula": "2 (keys and values) · {layers} layers · {tokens} tokens · {kvHeads} key-value heads · {dHead} (d_head) · 4 bytes (float32) = {bytes} bytes",
+  "generate.cache.formula": "2 (keys and values) · {layers} layers · {tokens} tokens · {kvHeads} key-value heads · {dHead} (d_head) · {size} bytes ({dtype}) = {bytes} bytes",
   "generate.cache.grouped": "Multi-head attention would keep {size}: a key-value head for each of the {heads} query heads instead of {kvHeads}. Grouped-query attention shares each key-value head among {group} query heads and saves {saved}.",
   "generate.cache.multiHead": "Each of the {heads} heads keeps its own keys and values (multi-head attention): the cache is as large as multi-head attention needs, nothing is shared.",
   "generate.map.note": "Layer {layer}, head {head} (the pickers above). Above the dashed line: the input’s {tokens} rows, as the explorer computed them; below it, one row per new token ({count}), its attention from the stream. The outlined row is the newest. No token attends to a later one: every cell right of the diagonal is 0.",

@@ -1026,7 +1026,7 @@ export default {
   "generate.detail.notInTop": "抽到的词元不在前 5 名之中。",
   "generate.cache.heading": "键值缓存",
   "generate.cache.size": "{tokens} 个词元占 {size}",
-  "generate.cache.formula": "2（键和值）× {layers} 层 × {tokens} 个词元 × {kvHeads} 个键值头 × {dHead}（d_head）× 4 字节（float32）= {bytes} 字节",
+  "generate.cache.formula": "2（键和值）× {layers} 层 × {tokens} 个词元 × {kvHeads} 个键值头 × {dHead}（d_head）× {size} 字节（{dtype}）= {bytes} 字节",
   "generate.cache.grouped": "多头注意力需要 {size}：{heads} 个查询头各有一个键值头，而不是 {kvHeads} 个。分组查询注意力让每 {group} 个查询头共用一个键值头，节省了 {saved}。",
   "generate.cache.multiHead": "{heads} 个头各自保存自己的键和值（多头注意力）：缓存就是多头注意力所需的大小，没有共用。",
   "generate.map.note": "第 {layer} 层、第 {head} 头（上方选择器所选）。虚线以上：输入的 {tokens} 行，即探索页已算出的那些行；虚线以下：每个新词元一行（共 {count} 行），是数据流中它的注意力。带边框的一行是最新的词元。没有词元关注它后面的词元：对角线右侧的格子都是 0。",

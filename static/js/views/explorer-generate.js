@@ -181,7 +181,7 @@ export function createGeneratePanel(els, { onOpen }) {
     els.cacheSize.textContent = t('generate.cache.size', { size: bytes(numbers.bytes), tokens: numbers.tokens });
     els.cacheFormula.textContent = t('generate.cache.formula', {
       layers: numbers.layers, tokens: numbers.tokens, kvHeads: numbers.kvHeads, dHead: numbers.dHead,
-      bytes: exact(numbers.formula, locale()),
+      size: numbers.size, dtype: numbers.dtype, bytes: exact(numbers.formula, locale()),
     });
     els.cacheCompare.textContent = numbers.grouped
       ? t('generate.cache.grouped', {

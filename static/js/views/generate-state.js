@@ -5,7 +5,8 @@
 export const MAX_NEW_TOKENS = 256; // the server's most per request
 export const DEFAULT_NEW_TOKENS = 20;
 export const MAX_SEED = 2 ** 31 - 1;
-export const FLOAT_BYTES = 4; // the cache holds float32 keys and values
+// Bytes a number of the cache takes: it holds keys and values in the model's dtype (the prompt event's).
+export const DTYPE_BYTES = { float32: 4, bfloat16: 2 };
 
 /** How many tokens may be added to an input of `inputTokens` for a model taking `limit` tokens: 0 when none. */
 export function room(limit, inputTokens) {
@@ -111,15 +112,16 @@ export function grownMatrix(input, inputTokens, tokens, layer, head) {
 /**
  * The KV cache after a token: its bytes (from the event) and what the formula gives, and what multi-head
  * attention would need (every query head with its own keys and values).
- * @param {{n_layers: number, n_heads: number, n_kv_heads: number, d_head: number}} prompt
+ * @param {{n_layers: number, n_heads: number, n_kv_heads: number, d_head: number, dtype: string}} prompt
  * @param {{index: number, cache_bytes: number}} token
  */
 export function cacheNumbers(prompt, token) {
   const tokens = token.index + 1;
-  const { n_layers: layers, n_heads: heads, n_kv_heads: kvHeads, d_head: dHead } = prompt;
-  const formula = 2 * layers * tokens * kvHeads * dHead * FLOAT_BYTES;
+  const { n_layers: layers, n_heads: heads, n_kv_heads: kvHeads, d_head: dHead, dtype } = prompt;
+  const size = DTYPE_BYTES[dtype];
+  const formula = 2 * layers * tokens * kvHeads * dHead * size;
   return {
-    bytes: token.cache_bytes, formula, tokens, layers, heads, kvHeads, dHead,
+    bytes: token.cache_bytes, formula, tokens, layers, heads, kvHeads, dHead, dtype, size,
     multiHead: (token.cache_bytes * heads) / kvHeads,
     grouped: kvHeads < heads,
     share: kvHeads / heads,
