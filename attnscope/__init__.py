@@ -14,12 +14,13 @@
     >>> steps["softmax"].shape, steps["split.q"].shape
     ((9, 9), (9, 32))
 
-`load(name_or_path="minilm", device="cpu") -> Model`
+`load(name_or_path="minilm", device="cpu", dtype="float32") -> Model`
     A known model id ("minilm", packaged), a local Hugging Face checkpoint directory (BERT, RoBERTa,
-    DistilBERT, ELECTRA, GPT-2, Llama, Mistral, Qwen2, Qwen3) or a repo id ("ORG/NAME", "ORG/NAME@REVISION")
-    already in the local Hugging Face cache (HF_HUB_CACHE, HF_HOME; a directory of that name wins); nothing
-    is downloaded. `device` is "cpu" or "cuda" (only when torch.cuda.is_available()). Raises UnknownModel
-    (LookupError), CheckpointError, ValueError.
+    DistilBERT, ELECTRA, GPT-2, Llama, Mistral, Qwen2, Qwen3, Gemma 2) or a repo id ("ORG/NAME",
+    "ORG/NAME@REVISION") already in the local Hugging Face cache (HF_HUB_CACHE, HF_HOME; a directory of that
+    name wins); nothing is downloaded. `device` is "cpu" or "cuda" (only when torch.cuda.is_available());
+    `dtype` "float32" or "bfloat16" (where the CPU has bfloat16 arithmetic; answers stay float32). Raises
+    UnknownModel (LookupError), CheckpointError, ValueError.
 
 `Model.info -> ModelInfo`
     id, name, architecture, layers, heads, max_tokens, causal, pairs.
