@@ -40,7 +40,7 @@ from fastapi import Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
-from model.analysis import study
+from model.analysis import circuits, study
 from model.analysis.generate import Generation, NewToken
 from model.checkpoints.tokenizer import Token
 from model.lab import iris
@@ -54,6 +54,7 @@ from .schemas.analysis import (
     LensPrediction,
     LensResponse,
     MetricsResponse,
+    RepeatedScores,
     Threshold,
 )
 from .schemas.analysis import (
@@ -282,7 +283,10 @@ def head_metrics(r: Any, answer: study.HeadMetrics) -> Response:
         definitions=answer.definitions, labels=answer.labels,
         thresholds={label: Threshold(metric=t.metric, at_least=t.at_least, rule=t.rule)
                     for label, t in answer.thresholds.items()},
-        source=answer.source)
+        source=answer.source, repeated=RepeatedScores(
+            ids=answer.repeated.ids, start=answer.repeated.start, half=answer.repeated.half, seed=answer.repeated.seed,
+            previous_token=float32_numbers(answer.repeated.scores["previous_token"]),
+            induction=float32_numbers(answer.repeated.scores["induction"]), definitions=dict(circuits.SCORE_DOCS)))
     return json_response(body)
 
 

@@ -50,6 +50,18 @@ class Threshold(BaseModel):
     rule: str = Field(description="The rule in words.")
 
 
+class RepeatedScores(BaseModel):
+    ids: list[int] = Field(description="The input measured: R R (R: `half` different ids drawn with `seed` from the "
+                                       "vocabulary's ids that are not added tokens, then R again) between the "
+                                       "tokenizer's special tokens, R starting at `start`.")
+    start: int
+    half: int
+    seed: int
+    previous_token: list[list[float]] = Field(description="[layer][head]: the previous-token score.")
+    induction: list[list[float]] = Field(description="[layer][head]: the induction score.")
+    definitions: dict[str, str] = Field(description="score -> how it is computed.")
+
+
 class MetricsResponse(BaseModel):
     model: str
     tokens: list[TokenInfo]
@@ -67,6 +79,10 @@ class MetricsResponse(BaseModel):
     thresholds: dict[str, Threshold] = Field(description="label -> its rule.")
     source: str = Field(description="The study the labels follow, as a citation; the thresholds (`thresholds`) are "
                         "attnscope's own.")
+    repeated: RepeatedScores = Field(
+        description="Each head's previous-token and induction scores, measured not on `text` but on a repeated "
+                    "random sequence (the same for every request to this model): which heads behave like the "
+                    "induction lab's.")
 
 
 class ContributionsRequest(TextRequest):

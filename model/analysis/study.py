@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from model.analysis import aggregate as aggregates
-from model.analysis import heads, lens
+from model.analysis import circuits, heads, lens
 from model.analysis.contributions import contributions as norm_contributions
 from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.tokenizer import Encoded
@@ -33,14 +33,29 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class Repeated:
+    """The previous-token and induction scores (L, H) of every head (model/analysis/circuits.py) on R R: `ids`
+    the whole input (the template's special tokens around R R), R from position `start`, `half` tokens long,
+    drawn with `seed` from the vocabulary's ids that are not added tokens."""
+
+    ids: list[int]
+    start: int
+    half: int
+    seed: int
+    scores: dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
 class HeadMetrics:
-    """Every head's metrics (name -> (L, H) float32), its labels [layer][head] and the rules behind them."""
+    """Every head's metrics (name -> (L, H) float32), its labels [layer][head] and the rules behind them, and
+    its scores on a repeated random sequence."""
 
     metrics: dict[str, torch.Tensor]
     labels: list[list[list[str]]]
     thresholds: dict[str, Threshold]
     definitions: dict[str, str]
     source: str
+    repeated: Repeated
 
 
 def _rule(label: str, metric: str, value: float) -> str:
@@ -55,7 +70,24 @@ def head_metrics(model: LoadedModel, encoded: Encoded) -> HeadMetrics:
     n = len(encoded)
     thresholds = {label: Threshold(metric, value, _rule(label, metric, value))
                   for label, (metric, value) in heads.label_thresholds(n).items()}
-    return HeadMetrics(values, heads.head_labels(values, n), thresholds, dict(heads.METRIC_DOCS), heads.LABEL_SOURCE)
+    return HeadMetrics(values, heads.head_labels(values, n), thresholds, dict(heads.METRIC_DOCS), heads.LABEL_SOURCE,
+                       repeated(model))
+
+
+def repeated(model: LoadedModel, seed: int = circuits.REPEAT_SEED) -> Repeated:
+    """The model's previous-token and induction scores on R R (circuits.repeated_tokens) between its template's
+    special tokens; R has REPEAT_HALF tokens, or fewer when the model's limit or vocabulary takes fewer."""
+    before, after = model.tokenizer.around()
+    candidates = model.tokenizer.plain_ids()
+    room = (model.tokenizer.max_tokens - len(before) - len(after)) // 2
+    half = min(circuits.REPEAT_HALF, room, len(candidates))
+    ids = [*before, *circuits.repeated_tokens(candidates, half, seed), *after]
+    encoded = Encoded(ids, [0] * len(ids), [])
+    maps = model.attention_maps(encoded).per_layer
+    start = len(before)
+    scores = {"previous_token": circuits.previous_token_scores(maps, start, half),
+              "induction": circuits.induction_scores(maps, start, half)}
+    return Repeated(ids, start, half, seed, scores)
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,16 @@ class Tokenizer:
         self._added = set(self._raw.get_added_tokens_decoder())  # ids whose string is itself, not bytes
         self._unk: str | None = getattr(model, "unk_token", None)
 
+    def plain_ids(self) -> list[int]:
+        """Every vocabulary id that is not an added token ([CLS], <s>, <|endoftext|>, …), in id order."""
+        return sorted(set(self._raw.get_vocab(with_added_tokens=False).values()) - self._added)
+
+    def around(self) -> tuple[list[int], list[int]]:
+        """The ids the tokenizer's template puts before and after a text ([CLS] and [SEP], a BOS, or none)."""
+        enc = self._raw.encode("a")
+        text = [i for i, s in enumerate(enc.special_tokens_mask) if not s]
+        return enc.ids[: text[0]], enc.ids[text[-1] + 1:]
+
     def token_text(self, token_id: int) -> tuple[str, str]:
         """A vocabulary id as (its token string, the tokenizer's own decode of that one id): "Ġworld" and
         " world". A byte-level token that holds only part of a character's UTF-8 bytes decodes to U+FFFD:

@@ -218,3 +218,18 @@ def test_attention_edit_schema_states_its_bounds():
     assert schema["properties"]["hidden_keys"]["uniqueItems"] is True
     assert schema["additionalProperties"] is False
     assert "index_out_of_range" in AttentionEdit.__doc__ and "edit_hidden_key" in AttentionEdit.__doc__
+
+
+def test_metrics_give_the_repeated_sequences_scores_whatever_the_text(client):
+    """The previous-token and induction scores of every head, on R R (tests/model/test_circuits.py checks the
+    numbers against transformers): the same sequence and scores for every text, one score per head."""
+    first = client.post("/api/v1/metrics", json={"text": "The cat sat on the mat."}).json()["repeated"]
+    other = client.post("/api/v1/metrics", json={"text": "Where did the dog go?"}).json()["repeated"]
+    assert first == other
+    half, start = first["half"], first["start"]
+    assert (start, first["seed"], len(first["ids"])) == (1, 0, 2 * half + 2)  # [CLS] R R [SEP]
+    assert first["ids"][start: start + half] == first["ids"][start + half: start + 2 * half]
+    for name in ("previous_token", "induction"):
+        scores = np.array(first[name])
+        assert scores.shape == (6, 12) and ((scores >= 0) & (scores <= 1)).all()
+        assert name in first["definitions"]
