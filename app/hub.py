@@ -22,6 +22,7 @@ from model.nets.edit import Edit
 
 from .cache import ByteLRU
 from .errors import ClientGone
+from .jobs.threads import light_thread
 from .memory import release_free_memory
 from .schemas.api import ModelInfo
 
@@ -248,6 +249,7 @@ class ModelHub:
         `pooled_to` rows and columns when given (model/maps.py pool)."""
 
         def view(block: torch.Tensor) -> torch.Tensor:
+            light_thread()
             chosen = pick_heads(block, heads)
             return chosen if pooled_to is None else pool(chosen, pooled_to)
 

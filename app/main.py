@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from . import errors
 from .hub import ModelHub, StartupError
 from .jobs import JobRegistry
+from .jobs.threads import light_thread
 from .memory import return_large_buffers_to_the_os
 from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
 from .routes import analysis, api, generate, iris, lab, pages, service, toy
@@ -25,7 +26,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        torch.set_num_threads(settings.torch_threads)
+        torch.set_num_threads(settings.torch_threads)  # the default of the model worker's thread
+        light_thread()  # this thread's own: the event loop's torch ops stay out of the worker's way
         return_large_buffers_to_the_os()
         try:
             app.state.hub = ModelHub(settings.default_model, settings.cache_bytes, settings.torch_threads,

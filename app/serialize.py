@@ -48,6 +48,7 @@ from model.maps import U16_SCALE
 from model.nets.config import RopeScaling
 from model.nets.positions import PositionTable
 
+from .jobs.threads import light_thread
 from .schemas.analysis import (
     AggregateResponse,
     ContributionsResponse,
@@ -149,6 +150,7 @@ def maps_json_response(response: type[BaseModel], fields: dict[str, Any],
 
 
 def _numbers_json(block: torch.Tensor) -> bytes:
+    light_thread()  # on an anyio thread
     if block.dtype != torch.float32:
         raise TypeError(f"JSON maps are float32 weights, not {block.dtype}")
     return orjson.dumps(np.ascontiguousarray(block.numpy()), option=orjson.OPT_SERIALIZE_NUMPY)

@@ -79,7 +79,7 @@ def residual_streams(decoder: Transformer, ids: torch.Tensor) -> torch.Tensor:
     x: torch.Tensor = decoder.embeddings(ids, torch.zeros_like(ids))  # (B, T, D)
     streams = [x]
     for block, mask in zip(decoder.blocks, masks, strict=True):
-        x = block(x, mask=mask)  # (B, T, D)
+        x = block(x, mask=mask, mask_keeps_a_key=True)  # (B, T, D): a causal mask, no padding
         streams.append(x)
     return torch.stack(streams)  # (L + 1, B, T, D)
 

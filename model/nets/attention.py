@@ -199,9 +199,14 @@ class MultiHeadAttention(nn.Module):
         record: LayerRecorder | None = None,
         edit: Edit | None = None,
         cache: LayerCache | None = None,
+        mask_keeps_a_key: bool = False,
     ) -> torch.Tensor:
         """x: (B, T, D) inputs of the queries; keys, values: (B, S, D) inputs of the
         keys and values. keys default to x (self-attention), values to keys.
+
+        `mask_keeps_a_key`: the caller knows that `mask` leaves every query at least one key (a causal mask, with
+        or without a window: its own), so the softmax need not look for rows with every key hidden (four passes
+        and two copies of the scores); an edit's hidden keys are looked for still.
 
         `cache` (self-attention of a decoder, model/nets/cache.py): the new tokens' keys and values are
         appended to the cached ones and the queries score against all of them; the new tokens' positions
@@ -249,7 +254,7 @@ class MultiHeadAttention(nn.Module):
         if edit is not None and hiding:
             masked = hide_keys(masked, edited, list(edit.hidden_keys))
         rec("mask", masked)
-        weights = self.weigh(masked, mask is not None or hiding)  # (B, H, T, S)
+        weights = self.weigh(masked, hiding or (mask is not None and not mask_keeps_a_key))  # (B, H, T, S)
         rec("softmax", weights)
         mixed = weighted_sum(weights, vh)  # (B, H, T, Dv)
         if edit is not None and edit.ablate:

@@ -93,10 +93,13 @@ class Block(nn.Module):
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None,
-        edit: Edit | None = None, cache: LayerCache | None = None,
+        edit: Edit | None = None, cache: LayerCache | None = None, mask_keeps_a_key: bool = False,
     ) -> torch.Tensor:
+        """`mask_keeps_a_key`: see MultiHeadAttention.forward."""
+        kept = mask_keeps_a_key
         if self.pre_norm:
-            attended = self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit, cache=cache)
+            attended = self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit, cache=cache,
+                                      mask_keeps_a_key=kept)
             if self.attention_post_norm is not None:
                 attended = self.attention_post_norm(attended)
             x = x + attended  # (B, T, D)
@@ -105,7 +108,8 @@ class Block(nn.Module):
                 fed = self.ff_post_norm(fed)
             added: torch.Tensor = x + fed  # (B, T, D)
             return added
-        x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit, cache=cache))  # (B, T, D)
+        x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit, cache=cache,
+                                                   mask_keeps_a_key=kept))  # (B, T, D)
         out: torch.Tensor = self.ff_norm(x + self.mlp(x))  # (B, T, D)
         return out
 
@@ -183,7 +187,7 @@ class Transformer(nn.Module):
         for i, block in enumerate(blocks):
             x = block(x, mask=masks[i], record=trace.recorder(i) if trace is not None else None,
                       edit=edit if edit is not None and edit.layer == i else None,
-                      cache=cache.layers[i] if cache is not None else None)
+                      cache=cache.layers[i] if cache is not None else None, mask_keeps_a_key=padding is None)
         return x if self.final_norm is None or through is not None else self.final_norm(x)
 
     def layer_masks(self, t: int, device: torch.device, padding: torch.Tensor | None = None, offset: int = 0,
@@ -191,7 +195,9 @@ class Transformer(nn.Module):
         """Each layer's additive mask for t tokens: None (an encoder without padding), the causal mask, with
         the sliding window in a local layer (NetConfig.layer_window), plus the padding's keys hidden
         ((B, 1, T, T) then). `offset`: tokens before these in a KV cache (the mask is then (T, offset + T)).
-        Layers with the same mask share one tensor."""
+        Layers with the same mask share one tensor. Without padding no mask hides every key of a query (the
+        causal mask and a window of at least 1 leave its own); with it, a padding query's window may hold only
+        padding."""
         made: dict[int | None, torch.Tensor | None] = {}
         padded = key_padding_mask(padding) if padding is not None else None  # (B, 1, 1, T)
         masks = []
