@@ -42,7 +42,8 @@ class Settings(BaseSettings):
     device: Literal["cpu", "cuda"] = Field("cpu", description="where the models run; cuda needs a CUDA build of torch")
     dtype: Literal["float32", "bfloat16"] = Field(
         "float32", description="what the weights are kept and computed in: float32 (answers equal transformers' to "
-        "1e-5), or bfloat16 (half the memory, faster on a CPU with AVX-512 BF16 or AMX; maps within about 1e-2)")
+        "1e-5), or bfloat16 (half the memory, faster on a CPU with AVX-512 BF16 or AMX; maps a few hundredths from "
+        "float32's at most)")
     workers: int = Field(1, ge=1, description="uvicorn worker processes (attnscope serve --workers N)")
     jobs_dir: Path | None = Field(
         None,

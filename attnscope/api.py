@@ -254,7 +254,7 @@ def load(name_or_path: str | Path = "minilm", device: str = "cpu", dtype: str = 
     model.safetensors (sharded too) or pytorch_model.bin, tokenizer.json or the vocabulary files) or by
     Hugging Face repo id ("ORG/NAME", "ORG/NAME@REVISION") from the local cache (HF_HUB_CACHE, HF_HOME; a
     directory of that name wins), on `device` ("cpu" or "cuda"), its weights as `dtype` ("float32", or
-    "bfloat16": half the memory, faster on a CPU with AVX-512 BF16 or AMX, maps within about 1e-2 of
+    "bfloat16": half the memory, faster on a CPU with AVX-512 BF16 or AMX, maps a few hundredths from
     float32's; answers are float32 either way). Nothing is downloaded: a repo id not in the cache raises
     CheckpointError naming the cache and the `hf download` command.
 

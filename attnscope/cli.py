@@ -38,8 +38,8 @@ def add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser], settings
                        help=f"where the models run (default {settings.device}); cuda needs a CUDA build of torch")
     serve.add_argument("--dtype", choices=tuple(DTYPES), default=settings.dtype,
                        help=f"what the weights are kept and computed in (default {settings.dtype}); bfloat16 takes "
-                            "half the memory and is faster on a CPU with AVX-512 BF16 or AMX, its maps within about "
-                            "1e-2 of float32's")
+                            "half the memory and is faster on a CPU with AVX-512 BF16 or AMX, its maps a few "
+                            "hundredths from float32's at most")
     serve.add_argument("--workers", type=int, default=settings.workers,
                        help="worker processes, each with its own models and cache (default 1); "
                             "see docs/deploy.md")

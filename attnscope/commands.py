@@ -136,7 +136,7 @@ def add_placement(parser: argparse.ArgumentParser) -> None:
                         help="where the model runs (cuda only when this torch has a GPU; default cpu)")
     parser.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
                         help="what the weights are kept and computed in (default float32); bfloat16 takes half the "
-                             "memory and is faster on a CPU with AVX-512 BF16 or AMX, its maps within about 1e-2")
+                             "memory and is faster on a CPU with AVX-512 BF16 or AMX, its maps a few hundredths off")
 
 
 def open_model(name_or_path: str, device: str = "cpu", dtype: str = "float32") -> Model:

@@ -154,7 +154,7 @@ class ModelInfo(BaseModel):
     max_tokens: int
     dtype: Literal["float32", "bfloat16"] = Field(
         description="What the weights are kept and computed in (attnscope serve --dtype): float32, or bfloat16 (maps "
-                    "within about 1e-2 of float32's). Every answer is float32 either way.")
+                    "up to a few hundredths from float32's). Every answer is float32 either way.")
     causal: bool = Field(description="Each token attends only to itself and the tokens before it (GPT-2).")
     pairs: bool = Field(description="Takes a second segment (text_pair).")
     lm_head: bool = Field(description="Has a language-model head: POST /api/v1/lens works for it.")

@@ -25,7 +25,7 @@ from model.errors import DeviceError, UnknownModel
 DEVICES = ("cpu", "cuda")
 # What the weights are kept and computed in: float32 (the default: answers equal transformers' to 1e-5), or
 # bfloat16 (half the memory; on a CPU with bfloat16 instructions, AVX-512 BF16 or AMX, its matrix products are
-# several times faster; its maps differ from float32's by about 1e-2: docs/performance.md).
+# several times faster; its maps differ from float32's by up to a few hundredths: docs/models.md).
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 __all__ = ["DEVICES", "DTYPES", "SUPPORTED", "LoadedModel", "ModelSpec", "check_device", "check_dtype", "load",
