@@ -174,6 +174,17 @@ class IrisInputError(RuleError):
     rules = IRIS_RULES
 
 
+LAB_RULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "lab_setting": (("min", "max"), "a training lab's setting outside its range (the field is in loc)"),
+}
+
+
+class LabInputError(RuleError):
+    """A setting a training lab (model/lab/induction.py) cannot take; `type` is one of LAB_RULES."""
+
+    rules = LAB_RULES
+
+
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, incomplete or corrupt; the message names the file."""
 
