@@ -136,6 +136,22 @@ def test_metrics_table_sorts_selects_and_states_its_thresholds(page: Page, api):
     first = page.evaluate("() => { const tr = document.querySelector('#metrics-body tr'); return [Number(tr.dataset.layer), Number(tr.dataset.head)]; }")
     assert entropy[first[0]][first[1]] == entropy.min()
 
+    # The repeated sequence's scores: two columns marked R R, the API's numbers, and a line saying where they come from.
+    repeated = expected["repeated"]
+    for column in ("previous_token", "induction"):
+        cells = page.evaluate(f"""() => Array.from(document.querySelectorAll('#metrics-body tr'), (tr) =>
+            [Number(tr.dataset.layer), Number(tr.dataset.head),
+             Number(tr.querySelector('td:nth-child(' + (Array.from(document.querySelectorAll('#metrics-head th'))
+               .findIndex((th) => th.dataset.column === '{column}') + 1) + ')').dataset.value)])""")
+        assert len(cells) == 72
+        assert max(abs(value - repeated[column][layer][head]) for layer, head, value in cells) <= 1e-6
+    expect(page.locator(".metrics-repeated")).to_have_text(
+        f"The two columns marked R R are measured not on your text but on a sequence R R that repeats: R is "
+        f"{repeated['half']} tokens drawn at random from the model's vocabulary (seed {repeated['seed']}), then R "
+        "comes again. The previous-token score is a head's mean weight on the token right before; the induction "
+        "score, over the second R, its mean weight on the token that followed the same token the first time, which "
+        "is where an induction head looks.")
+
     # Labels are the API's.
     layer, head = 2, 4
     row = page.locator(f"#metrics-body tr[data-layer='{layer}'][data-head='{head}']")
@@ -162,6 +178,7 @@ def test_metrics_table_sorts_selects_and_states_its_thresholds(page: Page, api):
     outside_cite = page.evaluate("""() => Array.from(document.getElementById('metrics-thresholds').childNodes)
         .filter((node) => node.nodeName !== 'CITE').map((node) => node.textContent).join('')""")
     assert "threshold" not in outside_cite and "attention" not in outside_cite, outside_cite
+    expect(page.locator(".metrics-repeated")).to_contain_text(f"R 是从模型词表中随机抽取的 {repeated['half']} 个词元")
 
 
 @pytest.mark.parametrize("n_tokens", [32, 512])

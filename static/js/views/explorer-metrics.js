@@ -2,12 +2,15 @@
 // a click on a row (or Enter on its head button) selects that head; the labels' thresholds and their
 // source are stated under the table. A metric that is 0 for every head whatever the weights (the share
 // to [CLS] of an input without one, to the next token in a causal model) is left out, and a line says why.
+// Two columns before the labels, each head's previous-token and induction scores, are the answer's `repeated`
+// ones, measured on a sequence that repeats rather than on the text; a line under the table says so.
 import { t } from '../i18n/index.js';
 import { modelOf } from '../page.js';
 import { METRICS } from './explorer-state.js';
 import { metricName } from './explorer-options.js';
 
 const DIGITS = { entropy: 3, distance: 2 };
+const REPEATED = ['previous_token', 'induction'];
 const format = (metric, value) => value.toFixed(DIGITS[metric] ?? 3);
 
 const labelName = (label) => t(`explorer.label.${label}`);
@@ -80,6 +83,10 @@ export function createMetricsTable(els, { onSelect }) {
   note.className = 'hint metrics-hidden';
   note.hidden = true;
   els.thresholds.before(note);
+  const repeatedNote = document.createElement('p');
+  repeatedNote.className = 'hint metrics-repeated';
+  repeatedNote.hidden = true;
+  els.thresholds.before(repeatedNote);
 
   /** The header for these metrics (unchanged when they are the same). */
   function drawHead(metrics) {
@@ -110,7 +117,7 @@ export function createMetricsTable(els, { onSelect }) {
     const th = event.target.closest('th');
     if (!th || th.dataset.column === 'labels') return;
     const column = th.dataset.column;
-    sort = { column, descending: sort.column === column ? !sort.descending : METRICS.includes(column) };
+    sort = { column, descending: sort.column === column ? !sort.descending : [...METRICS, ...REPEATED].includes(column) };
     draw();
   });
   els.body.addEventListener('click', (event) => {
@@ -168,15 +175,19 @@ export function createMetricsTable(els, { onSelect }) {
       const model = modelOf(answer.model);
       const hidden = inapplicable(answer.tokens || [], model);
       const shown = METRICS.filter((metric) => !hidden.some((item) => item.metric === metric));
-      drawHead(shown);
+      const repeated = answer.repeated || null;
+      drawHead(repeated ? [...shown, ...REPEATED] : shown);
       note.hidden = hidden.length === 0;
       note.textContent = hiddenText(hidden, model);
+      repeatedNote.hidden = !repeated;
+      repeatedNote.textContent = repeated ? t('explorer.metrics.repeated', { half: repeated.half, seed: repeated.seed }) : '';
       rows = [];
       const first = answer.metrics[METRICS[0]];
       for (let layer = 0; layer < first.length; layer += 1) {
         for (let head = 0; head < first[layer].length; head += 1) {
           const row = { layer, head, labels: (answer.labels && answer.labels[layer][head]) || [] };
           for (const metric of METRICS) row[metric] = answer.metrics[metric][layer][head];
+          for (const metric of repeated ? REPEATED : []) row[metric] = repeated[metric][layer][head];
           rows.push(row);
         }
       }
@@ -198,6 +209,7 @@ export function createMetricsTable(els, { onSelect }) {
       els.body.replaceChildren();
       els.thresholds.textContent = '';
       note.hidden = true;
+      repeatedNote.hidden = true;
     },
   };
 }
