@@ -1,13 +1,14 @@
 """The induction-head lab: a two-layer attention-only transformer learns to continue sequences that repeat.
 
-Each training sequence is R R: a half R of random tokens, then R again. Nothing in R predicts its next token,
-so on the first half the best loss is ln(vocab); in the second half every token but the first can be read off
-the first half, and a model that learns to do so drops its loss there towards 0. Attention-only transformers
-of two layers learn it by forming a circuit of two heads (model/analysis/circuits.py): a previous-token head
-in layer 0 writes into each position which token came before it, and an induction head in layer 1 attends
-from the current token to the position whose previous token it is (the token that followed the current
-one last time) and copies that token to the output. The loss on the repeated half falls suddenly when the
-circuit forms.
+It is evaluated on R R: a half R of random tokens, then R again. Nothing in R predicts its next token, so on
+the first half the best loss is about ln(vocab); in the second half every token but the first can be read off
+the first half, and a model that learns to do so drops its loss there towards 0. It is trained on sequences
+that end in such a repeat, of a length drawn per sequence, after other random tokens (`sequences`).
+Attention-only transformers of two layers learn it by forming a circuit of two heads
+(model/analysis/circuits.py): a previous-token head in layer 0 writes into each position which token came
+before it, and an induction head in layer 1 attends from the current token to the position whose previous
+token it is (the token that followed the current one last time) and copies that token to the output. The
+loss on the repeated half falls suddenly when the circuit forms.
 
 The network: token embeddings plus learned position embeddings, then `layers` blocks of x + attention(LN(x))
 (model/nets/attention.py's MultiHeadAttention under a causal mask; no MLP), a final LayerNorm and an unembedding
