@@ -322,7 +322,7 @@ def kinds_of(tokens: list[dict]) -> list[str]:
 
 def assert_table_is_numpy(page: Page, tokens: list[dict], maps: np.ndarray, shown: list[str]) -> None:
     columns, values = metrics_table(page)
-    assert columns == ["layer", "head", *shown, "labels"]
+    assert columns == ["layer", "head", *shown, "previous_token", "induction", "labels"]  # R R's two (metrics table)
     reference = reference_metrics(tokens, maps)
     assert len(values) == 8
     for (layer, head), row in values.items():
@@ -371,7 +371,7 @@ def test_the_explorer_for_gpt2_shows_the_kinds_and_metrics_that_apply(page: Page
     page.locator('#metrics-head th[data-column="to_self"] button').click()
     expect(page.locator('#metrics-head th[data-column="to_self"]')).to_have_attribute("aria-sort", "descending")
     column = [float(v) for v in page.locator('#metrics-body td[data-value]').evaluate_all(
-        "(tds) => tds.filter((td, i) => i % 6 === 2).map((td) => td.dataset.value)")]  # 6 metrics a row
+        "(tds) => tds.filter((td, i) => i % 8 === 2).map((td) => td.dataset.value)")]  # 6 metrics and R R's 2 a row
     assert column == sorted(column, reverse=True) and len(column) == 8
 
     # The same page in Chinese.
