@@ -36,17 +36,18 @@ class AnswerTooLarge(Exception):
 class UnknownJob(LookupError):
     """A training job id this server never gave out (`evicted` False) or no longer keeps (True).
 
-    `part` says where the id was sent: "path" (the job's URL) or "body" (POST /iris/predict).
+    `part` says where the id was sent: "path" (the job's URL) or "body" (a lab's /predict); `train` is where the
+    route's lab starts one (a job of another lab is unknown to it).
     """
 
-    def __init__(self, job: str, part: str, evicted: bool = False, kept: int = 0) -> None:
+    def __init__(self, job: str, part: str, train: str, evicted: bool = False, kept: int = 0) -> None:
         self.type = "job_evicted" if evicted else "unknown_job"
         self.part = part
         if evicted:
             self.message = (f"Job {job} is no longer kept (the server keeps its {kept} latest finished jobs); "
-                            "train again with POST /api/v1/iris/train")
+                            f"train again with POST {train}")
         else:
-            self.message = f"Unknown job {job}; start one with POST /api/v1/iris/train and use the id it answers"
+            self.message = f"Unknown job {job}; start one with POST {train} and use the id it answers"
         super().__init__(self.message)
 
 
@@ -59,7 +60,7 @@ class JobsBusy(Exception):
         self.running = running
         self.retry_after = retry_after
         self.message = (f"{running} training jobs are running, the most this server runs at once; retry in about "
-                        f"{retry_after} s (the Retry-After header) or cancel one with DELETE /api/v1/iris/train/<job>")
+                        f"{retry_after} s (the Retry-After header) or cancel one with DELETE on its train/<job> URL")
         super().__init__(self.message)
 
 

@@ -17,7 +17,7 @@ from .jobs import JobRegistry
 from .jobs.threads import light_thread
 from .memory import return_large_buffers_to_the_os
 from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
-from .routes import analysis, api, generate, iris, lab, pages, service, toy
+from .routes import analysis, api, generate, iris, lab, labs, pages, service, toy
 from .settings import STATIC_DIR, Settings
 
 
@@ -35,9 +35,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except StartupError as exc:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise
-        app.state.iris_jobs = JobRegistry(settings.jobs_dir)
+        app.state.jobs = JobRegistry(settings.jobs_dir)
         yield
-        app.state.iris_jobs.close()  # running trainings stop before their next batch
+        app.state.jobs.close()  # running trainings stop before their next batch
         app.state.hub.close()
 
     app = FastAPI(
@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(generate.router)
     app.include_router(lab.router)
     app.include_router(iris.router)
+    app.include_router(labs.router)
     app.include_router(service.router)  # before the /static mount: it serves /static/vendor/plotly.min.js
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -1,4 +1,8 @@
-"""The jobs this process trains and the registry that starts, lists, cancels and drops jobs in the store."""
+"""The jobs this process trains and the registry that starts, lists, cancels and drops jobs in the store.
+
+A job is one run of a lab (`Lab`: the Iris transformer, the induction-head lab, the encoder-decoder): the
+registry knows of a lab only how to start its training, how to write its reports as events and, for the labs
+that answer predictions, which parameters to keep."""
 
 from __future__ import annotations
 
@@ -11,15 +15,16 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
-from model.lab.iris import TrainConfig, Training
+import torch
 
-from .. import serialize
 from ..errors import JobsBusy, UnknownJob
 from ..schemas.iris import ErrorEvent
-from .store import FINAL, JOB_ID, Event, JobFiles, append_event, locked, pack_snapshot, this_process
+from .store import FINAL, JOB_ID, Event, JobFiles, Saved, append_event, locked, pack_snapshot, this_process
 from .threads import one_intra_op_thread
 
 log = logging.getLogger("attnscope.jobs")
@@ -28,18 +33,38 @@ KEEP_FINISHED = 16  # finished jobs kept for their events and /predict
 REMEMBER_DROPPED = 4096  # ids of dropped jobs remembered, to answer "train again" rather than "unknown"
 
 
+class Training(Protocol):
+    """A lab's run: reports after each evaluation, then one that ends it (done or cancelled)."""
+
+    def run(self, stop: Callable[[], bool]) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class Lab:
+    """One kind of training job."""
+
+    name: str  # recorded in settings.json; the routes look up only their own lab's jobs
+    train_path: str  # where a client starts one (named in messages)
+    progress: tuple[str, str, str]  # the event after each evaluation, its count field and its total field
+    training: Callable[[Any], Training]  # config -> the run
+    encode: Callable[[Any], Event]  # a report -> (event name, JSON data)
+    events: Callable[[Any], int]  # config -> how many progress events the run publishes
+    kept: Callable[[Any], dict[str, torch.Tensor]] | None = None  # the run -> its parameters now (for /predict)
+
+
 class Job:
     """A job this process trains, on a thread of its own that appends its events to the job's files."""
 
-    def __init__(self, files: JobFiles, training: Training, on_finish: Callable[[Job], None]) -> None:
+    def __init__(self, files: JobFiles, lab: Lab, training: Training, on_finish: Callable[[Job], None]) -> None:
         self.files = files
         self.id = files.id
+        self.lab = lab
         self.training = training
         self.state = "running"  # then "done", "cancelled" or "error"
         self.published = 0
         self._stop = threading.Event()
         self._on_finish = on_finish
-        self.thread = threading.Thread(target=self._run, name=f"attnscope-iris-{self.id[:8]}", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=f"attnscope-{lab.name}-{self.id[:8]}", daemon=True)
 
     @property
     def finished(self) -> bool:
@@ -56,18 +81,20 @@ class Job:
 
     def _run(self) -> None:
         one_intra_op_thread()
-        epochs_done = 0
+        event, count, _ = self.lab.progress
+        done = 0
         latest = os.open(self.files.latest_path, os.O_WRONLY)
         try:
             for report in self.training.run(self._stopped):
-                name, data = serialize.iris_event(report)
-                if name == "epoch":
-                    epochs_done = report.epoch  # type: ignore[union-attr]
-                    os.pwrite(latest, pack_snapshot(self.training.latest), 0)  # before the event announces the epoch
+                name, data = self.lab.encode(report)
+                if name == event:
+                    done = getattr(report, count)
+                    if self.lab.kept is not None:  # written before the event announces it
+                        os.pwrite(latest, pack_snapshot(Saved(done, self.lab.kept(self.training))), 0)
                 self._publish((name, data))
         except Exception as exc:  # a bug, not a client's mistake: logged with its traceback
-            log.exception("Iris training job %s failed", self.id)
-            detail = f"Training failed after epoch {epochs_done}: {type(exc).__name__}: {exc}"
+            log.exception("%s training job %s failed", self.lab.name, self.id)
+            detail = f"Training failed after {count} {done}: {type(exc).__name__}: {exc}"
             self._publish(("error", ErrorEvent(detail=detail).model_dump_json()))
         finally:
             os.close(latest)
@@ -100,9 +127,10 @@ class JobRegistry:
         jobs = [JobFiles(path) for path in self.dir.iterdir() if JOB_ID.fullmatch(path.name)]
         return sorted(jobs, key=lambda job: float(job.settings["started"]))
 
-    def start(self, config: TrainConfig) -> Job:
-        """Start a job in this process; JobsBusy when max_running jobs are training in the store."""
-        training = Training(config)
+    def start(self, lab: Lab, config: Any) -> Job:
+        """Start a job of `lab` in this process; JobsBusy when max_running jobs (of any lab) are training in the
+        store."""
+        training = lab.training(config)
         with locked(self.dir):
             running = []
             for stored in self._stored():
@@ -115,24 +143,28 @@ class JobRegistry:
             job_id = secrets.token_hex(16)
             new = self.dir / f".new-{job_id}"  # complete before it gets its name: a job found is whole
             new.mkdir()
-            settings = {"config": dataclasses.asdict(config), "started": time.time(), "process": this_process(),
-                        "parameters": [(name, list(p.shape)) for name, p in training.latest.parameters.items()]}
+            parameters = lab.kept(training) if lab.kept is not None else {}
+            settings = {"kind": lab.name, "train": lab.train_path, "progress": lab.progress,
+                        "events": lab.events(config), "config": dataclasses.asdict(config), "started": time.time(),
+                        "process": this_process(),
+                        "parameters": [(name, list(p.shape)) for name, p in parameters.items()]}
             (new / "settings.json").write_text(json.dumps(settings))
             (new / "events").touch()
-            (new / "latest.bin").write_bytes(pack_snapshot(training.latest))
+            (new / "latest.bin").write_bytes(pack_snapshot(Saved(0, parameters)))
             new.rename(self.dir / job_id)
-        job = Job(JobFiles(self.dir / job_id), training, self._finished)
+        job = Job(JobFiles(self.dir / job_id), lab, training, self._finished)
         with self._own_lock:
             self._own[job.id] = job
         job.thread.start()
         return job
 
-    def get(self, job_id: str, part: str) -> JobFiles:
-        """The job with this id; UnknownJob (naming where the id was sent) when there is none."""
+    def get(self, lab: Lab, job_id: str, part: str) -> JobFiles:
+        """The job of `lab` with this id; UnknownJob (naming where the id was sent) when there is none."""
         directory = self.dir / job_id
-        if not JOB_ID.fullmatch(job_id) or not directory.is_dir():
-            evicted = JOB_ID.fullmatch(job_id) is not None and (self.dir / "dropped" / job_id).exists()
-            raise UnknownJob(job_id, part, evicted=evicted, kept=self.keep)
+        if not JOB_ID.fullmatch(job_id) or not directory.is_dir() or JobFiles(directory).kind != lab.name:
+            dropped = self.dir / "dropped" / job_id
+            evicted = JOB_ID.fullmatch(job_id) is not None and dropped.exists() and dropped.read_text() == lab.name
+            raise UnknownJob(job_id, part, lab.train_path, evicted=evicted, kept=self.keep)
         return JobFiles(directory)
 
     def _finished(self, job: Job) -> None:
@@ -142,7 +174,7 @@ class JobRegistry:
         with locked(self.dir):
             finished = [stored for stored in self._stored() if stored.finished()]
             for old in finished[: max(0, len(finished) - self.keep)]:
-                (self.dir / "dropped" / old.id).touch()
+                (self.dir / "dropped" / old.id).write_text(old.kind)
                 gone = old.dir.rename(self.dir / f".old-{old.id}")  # at once no longer found, then removed
                 shutil.rmtree(gone, ignore_errors=True)
             dropped = list((self.dir / "dropped").iterdir())

@@ -16,14 +16,13 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 
-from model.lab.iris import DTYPE, Snapshot
-
-from ..schemas.iris import EpochEvent, ErrorEvent
+from ..schemas.iris import ErrorEvent
 
 FINAL = ("done", "cancelled", "error")  # a job's last event is one of these
 POLL_S = 0.1  # how often a stream looks for new events
@@ -32,6 +31,15 @@ TAIL_BYTES = 64 * 1024  # read from the end of an events file for its last event
 JOB_ID = re.compile(r"[0-9a-f]{32}")
 
 Event = tuple[str, str]  # (event name, JSON data)
+DTYPE = torch.float64  # latest.bin's numbers: every lab's parameters (float32 or float64) kept exactly
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A job's parameters as latest.bin keeps them, after `count` epochs or steps (0: untrained)."""
+
+    count: int
+    parameters: dict[str, torch.Tensor]
 
 
 def this_process() -> dict[str, Any]:
@@ -82,21 +90,21 @@ def append_event(path: Path, index: int, event: Event) -> None:
         file.write(f"{index} {event[0]} {event[1]}\n".encode())
 
 
-def pack_snapshot(snapshot: Snapshot) -> bytes:
-    """latest.bin's record: crc32 of the rest (uint32), the epoch (int64), then every parameter's float64 values in
-    the order settings.json's `parameters` lists them, all little-endian.
+def pack_snapshot(saved: Saved) -> bytes:
+    """latest.bin's record: crc32 of the rest (uint32), the epoch or step (int64), then every parameter's values as
+    float64 in the order settings.json's `parameters` lists them, all little-endian.
 
-    The record is rewritten in place after each epoch, one pwrite at offset 0, rather than written to a new
+    The record is rewritten in place after each evaluation, one pwrite at offset 0, rather than written to a new
     file renamed over the old one: on ext4 that rename waits for the data to reach the disk, 2.5 ms here, as
-    long as a whole epoch of a batch-120 job. A reader that catches a write half done sees a wrong crc and
+    long as a whole epoch of a batch-120 Iris job. A reader that catches a write half done sees a wrong crc and
     reads again."""
-    values = torch.cat([p.reshape(-1) for p in snapshot.parameters.values()]).to(DTYPE).numpy().tobytes()
-    body = struct.pack("<q", snapshot.epoch) + values
+    values = b"".join(p.detach().reshape(-1).to(DTYPE).numpy().tobytes() for p in saved.parameters.values())
+    body = struct.pack("<q", saved.count) + values
     return struct.pack("<I", zlib.crc32(body)) + body
 
 
-def unpack_snapshot(record: bytes, shapes: list[tuple[str, list[int]]]) -> Snapshot | None:
-    """The snapshot in a latest.bin record; None when its crc is wrong (a write under way)."""
+def unpack_snapshot(record: bytes, shapes: list[tuple[str, list[int]]]) -> Saved | None:
+    """The parameters in a latest.bin record; None when its crc is wrong (a write under way)."""
     if len(record) < 12 or struct.unpack_from("<I", record)[0] != zlib.crc32(record[4:]):
         return None
     values = torch.frombuffer(bytearray(record[12:]), dtype=DTYPE)
@@ -105,7 +113,7 @@ def unpack_snapshot(record: bytes, shapes: list[tuple[str, list[int]]]) -> Snaps
         size = math.prod(shape)
         parameters[name] = values[at : at + size].reshape(shape)
         at += size
-    return Snapshot(struct.unpack_from("<q", record, 4)[0], parameters)
+    return Saved(struct.unpack_from("<q", record, 4)[0], parameters)
 
 
 class JobFiles:
@@ -150,19 +158,24 @@ class JobFiles:
         """Still running by its events, but the process that trained it is gone."""
         return not _alive(self.settings["process"]) and not self.finished()
 
+    @property
+    def kind(self) -> str:
+        """The lab that trains it: "iris", "induction" or "seq2seq"."""
+        return str(self.settings.get("kind", "iris"))
+
     def end_if_orphaned(self) -> None:
         """Publish `error` for a job whose training process is gone. The caller holds the store's lock."""
         if self.orphaned():
             detail = (f"The worker process that trained this job (pid {self.settings['process']['pid']}) stopped "
-                      "before it finished; train again with POST /api/v1/iris/train")
+                      f"before it finished; train again with POST {self.settings['train']}")
             append_event(self.events_path, self.count(), ("error", ErrorEvent(detail=detail).model_dump_json()))
 
     def cancel(self) -> None:
         """Ask the training loop, in whichever process runs it, to stop before its next batch."""
         self.cancel_path.touch()
 
-    def snapshot(self) -> Snapshot:
-        """The parameters after the latest finished epoch (epoch 0: untrained)."""
+    def snapshot(self) -> Saved:
+        """The parameters after the latest evaluation (0: untrained)."""
         shapes = [(name, list(shape)) for name, shape in self.settings["parameters"]]
         for _ in range(1000):  # a write takes microseconds: the next read finds the record whole
             snapshot = unpack_snapshot(self.latest_path.read_bytes(), shapes)
@@ -172,14 +185,16 @@ class JobFiles:
         raise RuntimeError(f"{self.latest_path} stays unreadable (its crc does not match)")
 
     def seconds_left(self) -> float:
-        """An estimate from the pace so far (at least 1 s)."""
+        """An estimate from the pace so far (at least 1 s): from the last progress event's count, total and seconds,
+        or before the first one, as long again as the job has taken so far for each event still to come."""
+        event, count, total = self.settings["progress"]
         last = self.last_event()
-        if last is not None and last[0] == "epoch":
-            epoch = EpochEvent.model_validate_json(last[1])
-            if epoch.epoch > 0:
-                return max(1.0, epoch.seconds / epoch.epoch * (epoch.epochs - epoch.epoch))
+        if last is not None and last[0] == event:
+            data = json.loads(last[1])
+            if data[count] > 0:
+                return max(1.0, float(data["seconds"]) / data[count] * (data[total] - data[count]))
         elapsed = time.time() - float(self.settings["started"])
-        return max(1.0, elapsed * (int(self.settings["config"]["epochs"]) + 1))
+        return max(1.0, elapsed * int(self.settings["events"]))
 
     def follow(self, start: int = 0) -> AsyncIterator[tuple[int, Event]]:
         """(id, event) for every event from id `start` on, waiting for new ones until the job's last event.

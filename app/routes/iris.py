@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, cast
+from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from fastapi import APIRouter, Body, Response
+from sse_starlette import EventSourceResponse
 
 from model.lab import iris
 
 from .. import serialize
-from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry
-from ..schemas.common import BODY_TOO_LARGE, INVALID_FIELD, NOT_UTF8, documented_error, openapi_examples
+from ..jobs.labs import IRIS
+from ..jobs.stream import event_schema, event_stream
+from ..schemas.common import INVALID_FIELD, documented_error, openapi_examples
 from ..schemas.iris import (
-    JOB_DOC,
-    JOB_PATTERN,
     IrisDataResponse,
     PredictRequest,
     PredictResponse,
     TrainAccepted,
     TrainRequest,
 )
+from .jobs import BODY_ERRORS, JOBS_BUSY, LATE_CLIENTS, RUNS_APART, UNKNOWN_JOB, JobPath, Jobs, LastEventId
 
 router = APIRouter(
     prefix="/api/v1/iris",
@@ -30,22 +29,6 @@ router = APIRouter(
 )
 
 
-def _jobs(request: Request) -> JobRegistry:
-    return cast(JobRegistry, request.app.state.iris_jobs)
-
-
-Jobs = Annotated[JobRegistry, Depends(_jobs)]
-JobPath = Annotated[str, Path(pattern=JOB_PATTERN, description=JOB_DOC)]
-# An int defaulting to None rather than `int | None`: the schema then says "integer", not "integer or null"
-# (a header has no null; a fuzzer would send the text "null").
-LastEventId = Annotated[int, Header(ge=0, le=2**31 - 1, description="The id of the last event received (EventSource "
-                                    "sends it when it reconnects); the stream goes on after it.")]
-
-BODY_ERRORS: dict[int | str, dict[str, Any]] = {400: NOT_UTF8, 413: BODY_TOO_LARGE}
-UNKNOWN_JOB = documented_error(
-    "No such job: never started on this server (`errors[0].type` `unknown_job`), or finished and no longer kept "
-    f"(`job_evicted`: the server keeps its {KEEP_FINISHED} latest finished jobs; train again)."
-)
 EVENTS_DOC = (
     "Server-sent events (text/event-stream), each with an `id` (its index, from 0), an `event` name and JSON "
     "`data`. First `epoch` with epoch 0 (the untrained network), then one `epoch` per epoch: {epoch (1-based), "
@@ -53,9 +36,7 @@ EVENTS_DOC = (
     "(H x 4 x 4: head, query, key; the watched test flower's weights after the epoch), seconds (since training "
     "started)}. Last, one of `done` {epochs, train_accuracy, test_accuracy, confusion (3 x 3 on the test split: "
     "rows the true class, columns the predicted one), seconds}, `cancelled` {epoch: the last finished one} or "
-    "`error` {detail}; then the stream ends. A client that connects late gets every event from the start; with "
-    "a `Last-Event-ID` header (EventSource sends it when it reconnects) it gets the events after that id, and "
-    "204 when the job has finished and there are none (which tells EventSource not to reconnect)."
+    "`error` {detail}; then the stream ends. " + LATE_CLIENTS
 )
 
 
@@ -67,33 +48,18 @@ EVENTS_DOC = (
     description=(
         "Trains the notes' network (Dense(4 -> 32) + ReLU -> 4 tokens of width 8 -> multi-head attention with E = 8, "
         "H = 2 -> mean over the tokens -> Dense(8 -> 3) -> softmax cross-entropy) on the 120 training flowers with "
-        "attnscope's own backward, on a thread of its own. Answers at once with the job id and its event stream. "
-        f"At most {MAX_RUNNING} jobs train at once on the server, all its worker processes together: another is "
-        "answered 429 with a Retry-After header (seconds, estimated from the running jobs' pace). The same settings "
-        "and seed give the same numbers. Whichever worker process answers, a job's events, DELETE and /predict "
-        "work the same (docs/deploy.md)."
+        "attnscope's own backward. Answers at once with the job id and its event stream. " + RUNS_APART
+        + " The same settings and seed give the same numbers; /predict too works from any worker process "
+        "(docs/deploy.md)."
     ),
-    responses={**BODY_ERRORS, 429: documented_error(
-        f"{MAX_RUNNING} jobs are training (`errors[0].type` `jobs_busy`, `ctx` {{running, retry_after}}); retry "
-        "after the Retry-After header's seconds, or cancel one."
-    )},
+    responses={**BODY_ERRORS, 429: JOBS_BUSY},
 )
 def train(req: Annotated[TrainRequest, Body(openapi_examples=openapi_examples(TrainRequest))],
           jobs: Jobs) -> TrainAccepted:
-    job = jobs.start(iris.TrainConfig(**req.model_dump()))
+    job = jobs.start(IRIS, iris.TrainConfig(**req.model_dump()))
     return TrainAccepted(job=job.id, events=f"{router.prefix}/train/{job.id}/events")
 
-# One server-sent event as a client's parser reads it: its name, its id and its JSON data (a string).
-EVENT_SCHEMA = {
-    "type": "object",
-    "required": ["event", "id", "data"],
-    "properties": {
-        "event": {"type": "string", "enum": ["epoch", "done", "cancelled", "error"]},
-        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's index in the job, from 0."},
-        "data": {"type": "string", "contentMediaType": "application/json",
-                 "description": "JSON: the event's fields, as the route's description lists them per event."},
-    },
-}
+EVENT_SCHEMA = event_schema(("epoch", "done", "cancelled", "error"))
 
 
 @router.get(
@@ -108,17 +74,7 @@ EVENT_SCHEMA = {
     },
 )
 async def events(job: JobPath, jobs: Jobs, last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
-    found = jobs.get(job, "path")
-    start = 0 if last_event_id is None else last_event_id + 1
-    if found.finished() and start >= found.count():
-        return Response(status_code=204)
-    events = found.follow(start)
-
-    async def stream() -> AsyncIterator[ServerSentEvent]:
-        async for index, (name, data) in events:
-            yield ServerSentEvent(data=data, event=name, id=str(index))
-
-    return EventSourceResponse(stream(), ping=15)
+    return event_stream(jobs.get(IRIS, job, "path"), last_event_id)
 
 
 @router.delete(
@@ -131,7 +87,7 @@ async def events(job: JobPath, jobs: Jobs, last_event_id: LastEventId = None) ->
     responses={404: UNKNOWN_JOB},
 )
 def cancel(job: JobPath, jobs: Jobs) -> Response:
-    jobs.get(job, "path").cancel()
+    jobs.get(IRIS, job, "path").cancel()
     return Response(status_code=204)
 
 
@@ -151,8 +107,9 @@ def cancel(job: JobPath, jobs: Jobs) -> Response:
 )
 def predict(req: Annotated[PredictRequest, Body(openapi_examples=openapi_examples(PredictRequest))],
             jobs: Jobs) -> Response:
-    snapshot = jobs.get(req.job, "body").snapshot()
-    return serialize.json_response(serialize.iris_prediction(iris.predict(snapshot, list(req.features))))
+    saved = jobs.get(IRIS, req.job, "body").snapshot()
+    prediction = iris.predict(iris.Snapshot(saved.count, saved.parameters), list(req.features))
+    return serialize.json_response(serialize.iris_prediction(prediction))
 
 
 @router.get(

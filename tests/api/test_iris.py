@@ -15,6 +15,7 @@ import torch
 
 from app.errors import JobsBusy, UnknownJob
 from app.jobs import JobRegistry, one_intra_op_thread
+from app.jobs.labs import IRIS
 from bench.common import Server
 from model.lab.iris import TrainConfig
 
@@ -267,17 +268,17 @@ def wait_finished(job):
 def test_finished_jobs_beyond_the_kept_number_are_dropped_and_named_so():
     jobs = JobRegistry(max_running=2, keep=1)
     try:
-        first = jobs.start(TrainConfig(epochs=1))
+        first = jobs.start(IRIS, TrainConfig(epochs=1))
         wait_finished(first)
-        assert jobs.get(first.id, "path").state() == "done"
-        second = jobs.start(TrainConfig(epochs=1))
+        assert jobs.get(IRIS, first.id, "path").state() == "done"
+        second = jobs.start(IRIS, TrainConfig(epochs=1))
         wait_finished(second)
         with pytest.raises(UnknownJob) as err:
-            jobs.get(first.id, "body")
+            jobs.get(IRIS, first.id, "body")
         assert err.value.type == "job_evicted" and "train again" in err.value.message
-        assert jobs.get(second.id, "path").events()[-1][0] == "done"
+        assert jobs.get(IRIS, second.id, "path").events()[-1][0] == "done"
         with pytest.raises(UnknownJob) as err:
-            jobs.get(UNKNOWN, "path")
+            jobs.get(IRIS, UNKNOWN, "path")
         assert err.value.type == "unknown_job"
     finally:
         jobs.close()
@@ -285,7 +286,7 @@ def test_finished_jobs_beyond_the_kept_number_are_dropped_and_named_so():
 
 def test_close_cancels_running_jobs_and_removes_a_private_store():
     jobs = JobRegistry()
-    job = jobs.start(TrainConfig(epochs=2000, batch=1))
+    job = jobs.start(IRIS, TrainConfig(epochs=2000, batch=1))
     store = jobs.dir
     assert (store / job.id / "events").exists()
     jobs.close()
@@ -295,10 +296,10 @@ def test_close_cancels_running_jobs_and_removes_a_private_store():
 
 def test_close_leaves_a_shared_store_with_the_cancelled_job(tmp_path):
     jobs = JobRegistry(tmp_path)
-    job = jobs.start(TrainConfig(epochs=2000, batch=1))
+    job = jobs.start(IRIS, TrainConfig(epochs=2000, batch=1))
     jobs.close()
     assert job.state == "cancelled"
-    assert JobRegistry(tmp_path).get(job.id, "path").events()[-1][0] == "cancelled"
+    assert JobRegistry(tmp_path).get(IRIS, job.id, "path").events()[-1][0] == "cancelled"
 
 
 def follow_all(files, start=0):
@@ -317,27 +318,27 @@ def test_two_registries_on_one_store_share_jobs_and_the_job_limit(tmp_path):
     """Two worker processes' registries, here in one process: what one starts the other reads and cancels."""
     first, second = JobRegistry(tmp_path), JobRegistry(tmp_path)
     try:
-        running = [first.start(TrainConfig(epochs=2000, batch=1, seed=s)) for s in (1, 2)]
+        running = [first.start(IRIS, TrainConfig(epochs=2000, batch=1, seed=s)) for s in (1, 2)]
         with pytest.raises(JobsBusy) as busy:
-            second.start(TrainConfig(epochs=1))
+            second.start(IRIS, TrainConfig(epochs=1))
         assert busy.value.running == 2 and busy.value.retry_after >= 1
-        seen = second.get(running[0].id, "path")
-        second.get(running[0].id, "path").cancel()
-        second.get(running[1].id, "path").cancel()
+        seen = second.get(IRIS, running[0].id, "path")
+        second.get(IRIS, running[0].id, "path").cancel()
+        second.get(IRIS, running[1].id, "path").cancel()
         for job in running:
             wait_finished(job)
         stream = follow_all(seen)
         assert [i for i, _ in stream] == list(range(len(stream)))
         assert stream[-1][1][0] == "cancelled" and {name for _, (name, _) in stream[:-1]} == {"epoch"}
         assert follow_all(seen, start=2) == stream[2:]
-        snapshot, trained = second.get(running[0].id, "body").snapshot(), running[0].training.latest
-        assert snapshot.epoch == trained.epoch == json.loads(stream[-1][1][1])["epoch"]
+        snapshot, trained = second.get(IRIS, running[0].id, "body").snapshot(), running[0].training.latest
+        assert snapshot.count == trained.epoch == json.loads(stream[-1][1][1])["epoch"]
         assert snapshot.parameters.keys() == trained.parameters.keys()
         for name, value in trained.parameters.items():  # the training process's own tensors, bit for bit
             assert torch.equal(snapshot.parameters[name], value)
-        done = second.start(TrainConfig(epochs=2))  # both stopped: a place again, in either registry
+        done = second.start(IRIS, TrainConfig(epochs=2))  # both stopped: a place again, in either registry
         wait_finished(done)
-        assert [name for name, _ in first.get(done.id, "path").events()] == ["epoch"] * 3 + ["done"]
+        assert [name for name, _ in first.get(IRIS, done.id, "path").events()] == ["epoch"] * 3 + ["done"]
     finally:
         first.close()
         second.close()
@@ -346,7 +347,7 @@ def test_two_registries_on_one_store_share_jobs_and_the_job_limit(tmp_path):
 def test_a_job_whose_training_process_died_ends_with_an_error_and_frees_its_place(tmp_path):
     jobs = JobRegistry(tmp_path, max_running=1)
     try:
-        job = jobs.start(TrainConfig(epochs=1))
+        job = jobs.start(IRIS, TrainConfig(epochs=1))
         wait_finished(job)
         # make it look like a job still training in a process that has exited since
         gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
@@ -357,13 +358,13 @@ def test_a_job_whose_training_process_died_ends_with_an_error_and_frees_its_plac
         settings.write_text(json.dumps(recorded))
         events = tmp_path / job.id / "events"
         events.write_bytes(b"".join(events.read_bytes().splitlines(keepends=True)[:-1]))  # no `done`
-        files = jobs.get(job.id, "path")
+        files = jobs.get(IRIS, job.id, "path")
         assert files.state() == "running" and files.orphaned()
 
         stream = follow_all(files)  # a waiting client is told, rather than left waiting
         assert stream[-1][1][0] == "error" and f"pid {int(gone.stdout)}" in json.loads(stream[-1][1][1])["detail"]
-        assert jobs.get(job.id, "path").state() == "error"
-        wait_finished(jobs.start(TrainConfig(epochs=1)))  # it no longer holds the only place
+        assert jobs.get(IRIS, job.id, "path").state() == "error"
+        wait_finished(jobs.start(IRIS, TrainConfig(epochs=1)))  # it no longer holds the only place
     finally:
         jobs.close()
 
@@ -371,7 +372,7 @@ def test_a_job_whose_training_process_died_ends_with_an_error_and_frees_its_plac
 def test_job_threads_leave_the_process_torch_threads_alone():
     before = torch.get_num_threads()
     jobs = JobRegistry()
-    wait_finished(jobs.start(TrainConfig(epochs=1)))
+    wait_finished(jobs.start(IRIS, TrainConfig(epochs=1)))
     seen = []
     fresh = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
     fresh.start()

@@ -64,13 +64,16 @@ DOCUMENTED_RULES = {
     "cost_not_exact": (422, "largest integer a JSON client keeps exact"),
     "cost_model_sizes": (422, "is fixed by model"),
     "cost_model_seq_len": (422, "takes at most"),
-    # the Iris jobs: ids the server never made (the fuzzer holds none of its ids), and the cap on running jobs
+    # the induction lab's settings that depend on each other (model/lab/induction.py): even, divisible, enough tokens
+    "lab_setting": (422, ""),
+    # the training jobs: ids the server never made (the fuzzer holds none of its ids), and the cap on running jobs
     "unknown_job": (404, "Unknown job"),
     "jobs_busy": (429, "training jobs are running"),
 }
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
               "additive", "hidden_keys", "positions", "upstream"}
 POSITIONS_FIELDS = {"d_model", "length"}
+LAB_FIELDS = {"length", "d_model"}  # the induction lab's settings checked against others
 COST_FIELDS = {"d_model", "n_heads", "n_kv_heads", "n_layers", "seq_len"}
 
 
@@ -89,6 +92,8 @@ def documented_rule(status: int, body: object) -> str | None:
             return None
         if error["type"].startswith("positions_") and (len(loc) < 2 or loc[0] != "query"
                                                          or loc[1] not in POSITIONS_FIELDS):
+            return None
+        if error["type"] == "lab_setting" and (len(loc) < 2 or loc[0] != "body" or loc[1] not in LAB_FIELDS):
             return None
         if error["type"].startswith("cost_") and (len(loc) < 2 or loc[0] != "query" or loc[1] not in COST_FIELDS):
             return None
@@ -130,14 +135,17 @@ OPERATIONS = [
     ("POST", "/api/v1/lens"), ("POST", "/api/v1/generate"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),
+    ("POST", "/api/v1/labs/induction/train"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
+    ("DELETE", "/api/v1/labs/induction/train/{job}"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
     ("GET", "/iris"), ("GET", "/cost"), ("GET", "/compare"), ("GET", "/learn"), ("GET", "/learn/{chapter}"),
 ]
-TRAIN = ("POST", "/api/v1/iris/train")
+TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train")}
 # Operations on a job: the fuzzer never holds the id of a job the server made, so each schema-valid
-# request is a documented 404 (unknown_job); the API tests (tests/api/test_iris.py) cover real jobs.
+# request is a documented 404 (unknown_job); the API tests (tests/api/test_iris.py, test_labs.py) cover real jobs.
 ON_A_JOB = {("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
-            ("POST", "/api/v1/iris/predict")}
+            ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
+            ("DELETE", "/api/v1/labs/induction/train/{job}")}
 WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | ON_A_JOB | {("GET", "/api/v1/positions"),
                                                                          ("GET", "/api/v1/cost"),
                                                                          ("GET", "/learn/{chapter}")}
@@ -157,8 +165,8 @@ def test_api_conforms_to_its_schema(api_schema, fuzz_server, method, path, mode)
     def fuzz(case):
         response = case.call_and_validate(base_url=fuzz_server.base, checks=FUZZ_CHECKS)
         calls.append(response.status_code)
-        if (method, path) == TRAIN and response.status_code == 202:  # a real training started: stop it at once
-            stopped = httpx.delete(f"{fuzz_server.base}/api/v1/iris/train/{response.json()['job']}", timeout=30)
+        if (method, path) in TRAIN and response.status_code == 202:  # a real training started: stop it at once
+            stopped = httpx.delete(f"{fuzz_server.base}{path}/{response.json()['job']}", timeout=30)
             assert stopped.status_code == 204
 
     calls = []
@@ -168,7 +176,7 @@ def test_api_conforms_to_its_schema(api_schema, fuzz_server, method, path, mode)
     elif (method, path) in WITH_INPUTS:  # operations without inputs have fewer distinct requests to send
         assert len(calls) >= EXAMPLES_PER_OPERATION
     if mode is GenerationMode.POSITIVE and (method, path) in WITH_INPUTS - ON_A_JOB:
-        accepted = 202 if (method, path) == TRAIN else 200
+        accepted = 202 if (method, path) in TRAIN else 200
         assert accepted in calls, f"no schema-valid request to {path} was answered {accepted}"
 
 

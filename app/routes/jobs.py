@@ -1,0 +1,45 @@
+"""What the routes of every training lab share: the job registry, the job id in the path, Last-Event-ID and the
+documented refusals."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, cast
+
+from fastapi import Depends, Header, Path, Request
+
+from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry
+from ..schemas.common import BODY_TOO_LARGE, NOT_UTF8, documented_error
+from ..schemas.iris import JOB_DOC, JOB_PATTERN
+
+
+def _jobs(request: Request) -> JobRegistry:
+    return cast(JobRegistry, request.app.state.jobs)
+
+
+Jobs = Annotated[JobRegistry, Depends(_jobs)]
+JobPath = Annotated[str, Path(pattern=JOB_PATTERN, description=JOB_DOC)]
+# An int defaulting to None rather than `int | None`: the schema then says "integer", not "integer or null"
+# (a header has no null; a fuzzer would send the text "null").
+LastEventId = Annotated[int, Header(ge=0, le=2**31 - 1, description="The id of the last event received (EventSource "
+                                    "sends it when it reconnects); the stream goes on after it.")]
+
+BODY_ERRORS: dict[int | str, dict[str, Any]] = {400: NOT_UTF8, 413: BODY_TOO_LARGE}
+UNKNOWN_JOB = documented_error(
+    "No such job of this lab: never started on this server (`errors[0].type` `unknown_job`), or finished and no "
+    f"longer kept (`job_evicted`: the server keeps its {KEEP_FINISHED} latest finished jobs; train again)."
+)
+JOBS_BUSY = documented_error(
+    f"{MAX_RUNNING} jobs are training, of any lab (`errors[0].type` `jobs_busy`, `ctx` {{running, retry_after}}); "
+    "retry after the Retry-After header's seconds, or cancel one."
+)
+LATE_CLIENTS = (
+    "A client that connects late gets every event from the start; with a `Last-Event-ID` header (EventSource "
+    "sends it when it reconnects) it gets the events after that id, and 204 when the job has finished and there "
+    "are none (which tells EventSource not to reconnect)."
+)
+RUNS_APART = (
+    f"At most {MAX_RUNNING} jobs train at once on the server, of every lab and all its worker processes together: "
+    "another is answered 429 with a Retry-After header (seconds, estimated from the running jobs' pace). A job "
+    "trains on a thread of its own with one intra-op thread, never on the model worker, so attention requests "
+    "keep being answered. Whichever worker process answers, a job's events and DELETE work the same."
+)

@@ -1,0 +1,82 @@
+"""Request and event models of the training labs (/api/v1/labs): the induction-head lab."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from model.lab.induction import (
+    MAX_BATCH,
+    MAX_D_MODEL,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_LENGTH,
+    MAX_LR,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_VOCAB,
+    InductionConfig,
+)
+
+from .common import Matrix, StrictRequest, examples
+from .iris import JOB_DOC
+
+DEFAULT = InductionConfig()
+
+
+class LabAccepted(BaseModel):
+    job: str = Field(description=JOB_DOC.replace("/api/v1/iris/train", "the lab's /train"))
+    events: str = Field(description="The job's event stream (text/event-stream): <the lab's /train>/<job>/events.")
+
+
+class InductionTrainRequest(StrictRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {},
+        {"steps": 1500, "seed": 3},
+        {"vocab": 32, "length": 24, "layers": 2, "heads": 2, "d_model": 64, "steps": 2000, "lr": 0.002,
+         "batch": 32, "seed": 1},
+    ))
+
+    vocab: int = Field(DEFAULT.vocab, ge=4, le=MAX_VOCAB, description="Tokens the sequences are drawn from.")
+    length: int = Field(DEFAULT.length, ge=4, le=MAX_LENGTH, description="The whole sequence R R: even, and at most "
+                        "vocab + 4 (a sequence's prefix and R are different tokens).")
+    layers: int = Field(DEFAULT.layers, ge=1, le=MAX_LAYERS, description="Attention layers (no MLP); the induction "
+                        "circuit needs two.")
+    heads: int = Field(DEFAULT.heads, ge=1, le=MAX_HEADS, description="Heads per layer; must divide d_model.")
+    d_model: int = Field(DEFAULT.d_model, ge=4, le=MAX_D_MODEL, description="The residual stream's width: even, a "
+                         "multiple of heads.")
+    steps: int = Field(DEFAULT.steps, ge=1, le=MAX_STEPS, description="Adam steps, each on a fresh random batch.")
+    lr: float = Field(DEFAULT.lr, gt=0, le=MAX_LR, allow_inf_nan=False, description=f"Adam's learning rate, above "
+                      f"0, at most {MAX_LR}.")
+    batch: int = Field(DEFAULT.batch, ge=1, le=MAX_BATCH, description="Sequences per step.")
+    seed: int = Field(DEFAULT.seed, ge=0, le=MAX_SEED, description="Draws the initial weights, every batch and the "
+                      "evaluation sequences: the same settings and seed give the same events.")
+    eval_every: int = Field(DEFAULT.eval_every, ge=1, le=MAX_STEPS, description="Steps between two `eval` events.")
+
+
+class InductionEvalEvent(BaseModel):
+    """Data of an `eval` event (documentation: the job writes it with orjson)."""
+
+    step: int = Field(description="Steps done; 0 is the untrained network.")
+    steps: int
+    loss_first_half: float = Field(description="Mean next-token loss, nats, on the first R's tokens 2..half of the "
+                                   "evaluation sequences (R R, R random): nothing predicts them, about ln(vocab).")
+    loss_repeated_half: float = Field(description="The same on the second R's tokens 2..half: each can be copied "
+                                      "from the first R.")
+    previous_token: Matrix = Field(description="layers x heads: each head's mean weight from a position to the one "
+                                   "before it, over the evaluation sequences' mean map.")
+    induction: Matrix = Field(description="layers x heads: each head's mean weight from a second-R token to the "
+                              "token after its first occurrence.")
+    tokens: list[int] = Field(description="The watched evaluation sequence (the first), token ids.")
+    maps: list[list[Matrix]] = Field(description="layers x heads x T x T: the watched sequence's attention "
+                                     "(query, key), rounded to 4 decimals.")
+    seconds: float = Field(description="Seconds since the job started training.")
+
+
+class InductionDoneEvent(BaseModel):
+    steps: int
+    seconds: float
+
+
+class InductionCancelledEvent(BaseModel):
+    step: int = Field(description="The last finished step.")
+    seconds: float
