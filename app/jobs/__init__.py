@@ -1,16 +1,16 @@
-"""Background training jobs of the Iris transformer: bounded, cancellable, their events kept for late clients,
-and the same for every worker process of a server.
+"""Background training jobs of the labs (app/jobs/labs.py: the Iris transformer, the induction-head lab): bounded,
+cancellable, their events kept for late clients, and the same for every worker process of a server.
 
 The jobs live in a directory, the store: Settings.jobs_dir, which `attnscope serve --workers N` creates
 for its worker processes, or a private temporary one when none is set (one process). Each job is a
 subdirectory named by its id:
 
-    settings.json  the TrainConfig, when it started, and the process that trains it (host, pid)
+    settings.json  its lab, the lab's settings, when it started, and the process that trains it (host, pid)
     events         one line per event, "<id> <name> <JSON data>", appended by that process only
-    latest.bin     the parameters after the latest finished epoch, rewritten after each epoch (/predict)
+    latest.bin     the parameters after the latest evaluation, rewritten after each one (a lab's /predict)
     cancel         created when a client asks to cancel
 
-The process that accepts POST /train trains the job on a thread of its own, never on the hub's model
+The process that accepts a lab's POST …/train trains the job on a thread of its own, never on the hub's model
 worker, so attention requests keep being answered while a job trains. Any process streams a job's events
 by following its file (a client that connects late, or reconnects with Last-Event-ID, gets them from the
 start, or from that id on), cancels it by creating `cancel` (the training loop looks for it before each

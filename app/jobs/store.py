@@ -191,8 +191,9 @@ class JobFiles:
         last = self.last_event()
         if last is not None and last[0] == event:
             data = json.loads(last[1])
-            if data[count] > 0:
-                return max(1.0, float(data["seconds"]) / data[count] * (data[total] - data[count]))
+            done, seconds = int(data[count]), float(data["seconds"])
+            if done > 0:
+                return max(1.0, seconds / done * (int(data[total]) - done))
         elapsed = time.time() - float(self.settings["started"])
         return max(1.0, elapsed * int(self.settings["events"]))
 
