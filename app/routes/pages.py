@@ -106,6 +106,21 @@ def iris(request: Request) -> HTMLResponse:
 
 
 @router.get(
+    "/induction",
+    response_class=HTMLResponse,
+    summary="The induction-head lab: a two-layer attention-only transformer learning to copy, live",
+    description=(
+        "Train the lab's attention-only transformer on random sequences that end in a repeat (R R) and watch it "
+        "learn: the loss on each half with the drop marked, every head's previous-token and induction scores, the "
+        "watched sequence's maps, and the two-head circuit explained with the model's own weights, drawn live "
+        "from `GET /api/v1/labs/induction/train/{job}/events`."
+    ),
+)
+def induction(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "induction.html")
+
+
+@router.get(
     "/cost",
     response_class=HTMLResponse,
     summary="What attention costs: parameters, memory and FLOPs",

@@ -166,15 +166,17 @@ export function getIrisData() {
 }
 
 /**
- * POST /api/v1/iris/train: start a training job. A refusal is an ApiError; when the server is
- * busy (429) it carries `retryAfter`, the seconds its Retry-After header names (or null).
- * @param {{epochs: number, lr: number, optimizer: string, batch: number, seed: number, watch: number}} settings
+ * POST <train>: start a training job of a lab (/api/v1/iris/train, /api/v1/labs/induction/train). A refusal
+ * is an ApiError; when the server is busy (429) it carries `retryAfter`, the seconds its Retry-After header
+ * names (or null).
+ * @param {string} train the lab's train URL
+ * @param {object} settings the lab's settings
  * @returns {Promise<{job: string, events: string}>} events: the URL of the job's event stream
  */
-export async function startIrisTraining(settings) {
+export async function startTraining(train, settings) {
   let response;
   try {
-    response = await fetch('/api/v1/iris/train', { ...postJson(settings), headers: { Accept: 'application/json', 'Content-Type': 'application/json' } });
+    response = await fetch(train, { ...postJson(settings), headers: { Accept: 'application/json', 'Content-Type': 'application/json' } });
   } catch {
     throw new ApiError(0, 'unreachable');
   }
@@ -190,14 +192,20 @@ export async function startIrisTraining(settings) {
 }
 
 /** The URL of a training job's event stream (text/event-stream, for EventSource). */
-export function irisEventsUrl(job) {
-  return `/api/v1/iris/train/${encodeURIComponent(job)}/events`;
+export const trainingEventsUrl = (train, job) => `${train}/${encodeURIComponent(job)}/events`;
+
+/** DELETE <train>/{job}: stop a training job (204; 404 when the server does not know it). */
+export async function stopTraining(train, job) {
+  await send(`${train}/${encodeURIComponent(job)}`, { method: 'DELETE' });
 }
 
-/** DELETE /api/v1/iris/train/{job}: stop a training job (204; 404 when the server does not know it). */
-export async function stopIrisTraining(job) {
-  await send(`/api/v1/iris/train/${encodeURIComponent(job)}`, { method: 'DELETE' });
-}
+export const IRIS_TRAIN = '/api/v1/iris/train';
+export const INDUCTION_TRAIN = '/api/v1/labs/induction/train';
+
+/** POST /api/v1/iris/train, with {epochs, lr, optimizer, batch, seed, watch}. */
+export const startIrisTraining = (settings) => startTraining(IRIS_TRAIN, settings);
+export const irisEventsUrl = (job) => trainingEventsUrl(IRIS_TRAIN, job);
+export const stopIrisTraining = (job) => stopTraining(IRIS_TRAIN, job);
 
 /**
  * POST /api/v1/iris/predict: a job's model (at its last finished epoch) on four measurements.

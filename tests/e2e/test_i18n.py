@@ -28,6 +28,7 @@ PAGES = {
     "flash": "/flash?bc=3&causal=1&backward=1&tile=5",
     "positions": "/positions",
     "iris": "/iris",
+    "induction": "/induction",
     "cost": "/cost",
     "docs": "/docs",
 }
@@ -41,7 +42,7 @@ def wait_ready(page: Page, path: str) -> None:
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
         if "backward=1" in path:
             expect(page.locator("#backward-panel")).to_have_attribute("aria-busy", "false")
-    elif path in ("/positions", "/iris", "/cost") or path.startswith("/compare?"):
+    elif path in ("/positions", "/iris", "/induction", "/cost") or path.startswith("/compare?"):
         expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path.split("?")[0]))
     elif path.startswith("/flash"):
         expect(page.locator("#flash-walk")).to_have_attribute("data-step", re.compile(r"^[fb]\d+$"))
@@ -95,7 +96,7 @@ def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins
 
 
 @pytest.mark.parametrize("name", ["explorer (intro)", "explorer", "compare (intro)", "compare", "steps", "toy", "flash",
-                                  "positions", "iris", "cost", "docs"])
+                                  "positions", "iris", "induction", "cost", "docs"])
 def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
     page.set_viewport_size({"width": 390, "height": 800})
     path = PAGES[name]

@@ -336,11 +336,12 @@ def test_explorer_links_to_the_selected_head(page: Page, api):
 
 
 def test_pages_carry_the_csp_and_the_nav(page: Page):
-    for path, current in [("/steps", "Steps"), ("/positions", "Positions"), ("/toy", "Toy example")]:
+    for path, current in [("/steps", "Steps"), ("/positions", "Positions"), ("/iris", "Labs"), ("/induction", "Labs"),
+                          ("/toy", "Toy example")]:
         response = page.goto(path)
         assert response.status == 200
         assert response.headers["content-security-policy"] == CSP
-        expect(page.locator(".site-nav a")).to_have_text(["Explorer", "Steps", "Compare", "Toy example", "Positions", "Iris", "Cost",
+        expect(page.locator(".site-nav a")).to_have_text(["Explorer", "Steps", "Compare", "Toy example", "Positions", "Labs", "Cost",
                                                             "Learn", "API docs"])
         expect(page.locator('.site-nav a[aria-current="page"]')).to_have_text(current)
     expect(page.locator("#stage")).to_have_attribute("data-step", "input")  # /toy has drawn its example

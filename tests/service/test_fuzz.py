@@ -138,7 +138,8 @@ OPERATIONS = [
     ("POST", "/api/v1/labs/induction/train"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
     ("DELETE", "/api/v1/labs/induction/train/{job}"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
-    ("GET", "/iris"), ("GET", "/cost"), ("GET", "/compare"), ("GET", "/learn"), ("GET", "/learn/{chapter}"),
+    ("GET", "/iris"), ("GET", "/induction"), ("GET", "/cost"), ("GET", "/compare"), ("GET", "/learn"),
+    ("GET", "/learn/{chapter}"),
 ]
 TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train")}
 # Operations on a job: the fuzzer never holds the id of a job the server made, so each schema-valid
