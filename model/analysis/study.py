@@ -5,6 +5,7 @@ so that a caller (the web layer, the Python API) only asks and serializes.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -74,9 +75,15 @@ def head_metrics(model: LoadedModel, encoded: Encoded) -> HeadMetrics:
                        repeated(model))
 
 
+_REPEATED: weakref.WeakKeyDictionary[LoadedModel, Repeated] = weakref.WeakKeyDictionary()
+
+
 def repeated(model: LoadedModel, seed: int = circuits.REPEAT_SEED) -> Repeated:
     """The model's previous-token and induction scores on R R (circuits.repeated_tokens) between its template's
-    special tokens; R has REPEAT_HALF tokens, or fewer when the model's limit or vocabulary takes fewer."""
+    special tokens; R has REPEAT_HALF tokens, or fewer when the model's limit or vocabulary takes fewer. The
+    default seed's answer is the same for every request: measured once per loaded model."""
+    if seed == circuits.REPEAT_SEED and model in _REPEATED:
+        return _REPEATED[model]
     before, after = model.tokenizer.around()
     candidates = model.tokenizer.plain_ids()
     room = (model.tokenizer.max_tokens - len(before) - len(after)) // 2
@@ -87,7 +94,10 @@ def repeated(model: LoadedModel, seed: int = circuits.REPEAT_SEED) -> Repeated:
     start = len(before)
     scores = {"previous_token": circuits.previous_token_scores(maps, start, half),
               "induction": circuits.induction_scores(maps, start, half)}
-    return Repeated(ids, start, half, seed, scores)
+    answer = Repeated(ids, start, half, seed, scores)
+    if seed == circuits.REPEAT_SEED:
+        _REPEATED[model] = answer
+    return answer
 
 
 @dataclass(frozen=True)

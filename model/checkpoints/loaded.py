@@ -33,7 +33,7 @@ class ModelSpec:
     local: bool = False  # a directory the user named; its path is never put in an API answer
 
 
-@dataclass
+@dataclass(eq=False)  # a loaded model is itself: compared and hashed by identity (analyses cache per model)
 class LoadedModel:
     """A network with its tokenizer and spec, the one type every loaded model has: text in, hidden
     states and traces out. Made by model.checkpoints.load.

@@ -74,3 +74,12 @@ def test_minilms_scores_equal_the_definitions_on_transformers_maps():
     assert np.abs(answer.scores["induction"].numpy() - induction).max() <= 1e-5
     assert previous.max() > 0.9  # MiniLM has a previous-token head (layer 0) …
     assert induction.max() < 0.1  # … and no induction head
+
+
+def test_the_repeated_scores_are_measured_once_per_model():
+    model = load("minilm")
+    first = study.repeated(model)
+    assert study.repeated(model) is first  # the default seed: the same answer for every request
+    other = study.repeated(model, seed=1)
+    assert other.ids != first.ids and study.repeated(model, seed=1) is not other  # another seed is measured anew
+    assert study.repeated(load("minilm")) is not first  # another loaded model has its own
