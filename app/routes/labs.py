@@ -1,5 +1,5 @@
 """REST API v1: the training labs, trained in background jobs with an event stream (app/jobs): the induction-head
-lab."""
+lab and the encoder-decoder with Bahdanau attention."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Response
 from sse_starlette import EventSourceResponse
 
-from model.lab import induction
+from model.lab import induction, seq2seq
 
-from ..jobs.labs import INDUCTION
+from ..jobs.labs import INDUCTION, SEQ2SEQ, seq2seq_predict
 from ..jobs.stream import event_schema, event_stream
-from ..schemas.common import INVALID_FIELD, openapi_examples
-from ..schemas.training import InductionTrainRequest, LabAccepted
+from ..schemas.common import INVALID_FIELD, documented_error, openapi_examples
+from ..schemas.training import (
+    InductionTrainRequest,
+    LabAccepted,
+    Seq2SeqPrediction,
+    Seq2SeqPredictRequest,
+    Seq2SeqTrainRequest,
+)
 from .jobs import BODY_ERRORS, JOBS_BUSY, LATE_CLIENTS, RUNS_APART, UNKNOWN_JOB, JobPath, Jobs, LastEventId
 
 router = APIRouter(
@@ -87,3 +93,92 @@ async def induction_events(job: JobPath, jobs: Jobs,
 def cancel_induction(job: JobPath, jobs: Jobs) -> Response:
     jobs.get(INDUCTION, job, "path").cancel()
     return Response(status_code=204)
+
+
+SEQ2SEQ_EVENTS_DOC = (
+    "Server-sent events (text/event-stream), each with an `id` (its index, from 0), an `event` name and JSON "
+    "`data`. First `eval` with step 0 (the untrained network), then one every `eval_every` steps and after the "
+    "last: {step, steps, loss (the evaluation set's teacher-forced loss, nats per output character, END "
+    "included), train_loss (the mean training-batch loss since the last eval; null at step 0), accuracy (the "
+    f"fraction of the {seq2seq.EVAL_EXAMPLES} fixed evaluation examples whose greedy output is exactly right), "
+    "accuracy_by_length ({source length in characters: that fraction}), alignment {source, target (the greedy "
+    "output's characters), weights (T x S: each output character's attention over the source, rounded to 4 "
+    "decimals; null without attention)} of the watched example (the evaluation set's first), alignment_share (the "
+    "mean attention an output character puts on its right source positions, teacher-forced over the evaluation "
+    "set; for reverse position n - 1 - t; null without attention), seconds}. Last, one of `done` {steps, seconds}, "
+    "`cancelled` {step, seconds} or `error` {detail}; then the stream ends. " + LATE_CLIENTS
+)
+
+
+@router.post(
+    "/seq2seq/train",
+    status_code=202,
+    response_model=LabAccepted,
+    summary="Start training the encoder-decoder (with or without Bahdanau attention) in the background",
+    description=(
+        "Trains a character-level encoder-decoder: a bidirectional GRU encoder and a GRU decoder whose context at "
+        "step t is c_t = Σ_i a_ti h_i with a_ti = softmax_i(vᵀ tanh(W s_{t−1} + U h_i)) (Bahdanau's additive "
+        "attention), or with `attention` false the encoder's final state at every step. Task `reverse`: 4 to 30 "
+        "lowercase letters backwards; `dates`: a date written in one of several forms (\"1 Dec 2026\", \"December "
+        "1, 2026\", \"2026年12月1日\", \"01/12/26\", ...) to ISO YYYY-MM-DD. Adam with teacher forcing on fresh "
+        "random batches; evaluated every `eval_every` steps with greedy decoding. Answers at once with the job id "
+        "and its event stream. " + RUNS_APART + " The same settings and seed give the same numbers."
+    ),
+    responses={**BODY_ERRORS, 429: JOBS_BUSY},
+)
+def train_seq2seq(
+    req: Annotated[Seq2SeqTrainRequest, Body(openapi_examples=openapi_examples(Seq2SeqTrainRequest))], jobs: Jobs,
+) -> LabAccepted:
+    job = jobs.start(SEQ2SEQ, seq2seq.Seq2SeqConfig(**req.model_dump()))
+    return LabAccepted(job=job.id, events=f"{router.prefix}/seq2seq/train/{job.id}/events")
+
+
+@router.get(
+    "/seq2seq/train/{job}/events",
+    response_class=EventSourceResponse,
+    summary="An encoder-decoder training job's events, from the start",
+    description=SEQ2SEQ_EVENTS_DOC,
+    responses={
+        200: {"content": {"text/event-stream": {"schema": event_schema(("eval", "done", "cancelled", "error"))}},
+              "description": SEQ2SEQ_EVENTS_DOC},
+        204: {"description": "Last-Event-ID was the job's last event and the job has finished: nothing more."},
+        404: UNKNOWN_JOB,
+    },
+)
+async def seq2seq_events(job: JobPath, jobs: Jobs,
+                         last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
+    return event_stream(jobs.get(SEQ2SEQ, job, "path"), last_event_id)
+
+
+@router.delete(
+    "/seq2seq/train/{job}",
+    status_code=204,
+    response_class=Response,
+    summary="Cancel an encoder-decoder training job",
+    description="The job stops before its next step and publishes `cancelled`; a finished job is left as it is. "
+    "Either way 204.",
+    responses={404: UNKNOWN_JOB},
+)
+def cancel_seq2seq(job: JobPath, jobs: Jobs) -> Response:
+    jobs.get(SEQ2SEQ, job, "path").cancel()
+    return Response(status_code=204)
+
+
+@router.post(
+    "/seq2seq/predict",
+    response_model=Seq2SeqPrediction,
+    summary="Run a job's encoder-decoder on a text of your own, with its alignment",
+    description=(
+        "Decodes `text` greedily with the job's network as it was after its latest evaluation (so it works while "
+        "the job trains; step 0: untrained) and answers the output with its alignment, the attention weights of each "
+        "output character over the text's characters (null without attention). A text outside the task's "
+        "characters or lengths is answered 422 `lab_setting` with `loc` [body, text] and the lengths in `ctx`."
+    ),
+    responses={**BODY_ERRORS, 404: documented_error(
+        "`job` is not an encoder-decoder job of this server (`unknown_job`) or is no longer kept (`job_evicted`: "
+        "train again)."
+    )},
+)
+def predict_seq2seq(req: Annotated[Seq2SeqPredictRequest, Body(openapi_examples=openapi_examples(
+        Seq2SeqPredictRequest))], jobs: Jobs) -> Response:
+    return Response(seq2seq_predict(jobs.get(SEQ2SEQ, req.job, "body"), req.text), media_type="application/json")

@@ -1,9 +1,13 @@
-"""Request and event models of the training labs (/api/v1/labs): the induction-head lab."""
+"""Request, response and event models of the training labs (/api/v1/labs): the induction-head lab and the
+encoder-decoder with Bahdanau attention."""
 
 from __future__ import annotations
 
+from typing import Literal, cast
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from model.lab import seq2seq
 from model.lab.induction import (
     MAX_BATCH,
     MAX_D_MODEL,
@@ -16,11 +20,15 @@ from model.lab.induction import (
     MAX_VOCAB,
     InductionConfig,
 )
+from model.lab.seq2seq_data import TASKS
 
 from .common import Matrix, StrictRequest, examples
-from .iris import JOB_DOC
+from .iris import JOB_DOC, JobId
 
 DEFAULT = InductionConfig()
+SEQ2SEQ = seq2seq.Seq2SeqConfig()
+TaskName = Literal["reverse", "dates"]  # seq2seq_data.TASKS
+LONGEST_TEXT = max(task.max_source for task in TASKS.values())
 
 
 class LabAccepted(BaseModel):
@@ -72,11 +80,65 @@ class InductionEvalEvent(BaseModel):
     seconds: float = Field(description="Seconds since the job started training.")
 
 
-class InductionDoneEvent(BaseModel):
+class LabDoneEvent(BaseModel):
     steps: int
     seconds: float
 
 
-class InductionCancelledEvent(BaseModel):
+class LabCancelledEvent(BaseModel):
     step: int = Field(description="The last finished step.")
     seconds: float
+
+
+class Seq2SeqTrainRequest(StrictRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {},
+        {"task": "dates", "steps": 1500, "seed": 2},
+        {"task": "reverse", "attention": False, "steps": 500, "lr": 0.002, "batch": 32, "seed": 1, "hidden": 32},
+    ))
+
+    task: TaskName = Field(cast(TaskName, SEQ2SEQ.task), description="reverse: 4 to 30 lowercase letters, "
+                           "backwards. dates: a date in one of several written forms, English and Chinese, to ISO "
+                           "YYYY-MM-DD.")
+    attention: bool = Field(SEQ2SEQ.attention, description="true: Bahdanau's additive attention over the encoder's "
+                            "states at every decoder step; false: the encoder's final state is the decoder's only "
+                            "context (the bottleneck).")
+    steps: int = Field(SEQ2SEQ.steps, ge=1, le=seq2seq.MAX_STEPS,
+                       description="Adam steps, each on a fresh random batch.")
+    lr: float = Field(SEQ2SEQ.lr, gt=0, le=seq2seq.MAX_LR, allow_inf_nan=False,
+                      description=f"Adam's learning rate, above 0, at most {seq2seq.MAX_LR}.")
+    batch: int = Field(SEQ2SEQ.batch, ge=1, le=seq2seq.MAX_BATCH, description="Examples per step.")
+    seed: int = Field(SEQ2SEQ.seed, ge=0, le=seq2seq.MAX_SEED, description="Draws the initial weights, every batch "
+                      "and the evaluation set: the same settings and seed give the same events.")
+    hidden: int = Field(SEQ2SEQ.hidden, ge=seq2seq.MIN_HIDDEN, le=seq2seq.MAX_HIDDEN,
+                        description="GRU units per direction of the encoder, and of the decoder.")
+    eval_every: int = Field(SEQ2SEQ.eval_every, ge=1, le=seq2seq.MAX_STEPS,
+                            description="Steps between two `eval` events.")
+
+
+class Seq2SeqPredictRequest(StrictRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"job": "0f1e2d3c4b5a69788796a5b4c3d2e1f0", "text": "attention"},
+        {"job": "0f1e2d3c4b5a69788796a5b4c3d2e1f0", "text": "bahdanau"},
+    ))
+
+    job: JobId
+    text: str = Field(min_length=1, max_length=LONGEST_TEXT, description="A source text of the job's task: for "
+                      "reverse 4 to 30 lowercase letters (as in the examples); for dates a date such as \"1 Dec 2026\" "
+                      "(the task's characters and lengths; others are answered 422 `lab_setting`).")
+
+
+class Seq2SeqAlignment(BaseModel):
+    source: list[str] = Field(description="The source's characters.")
+    target: list[str] = Field(description="The output's characters (END left out).")
+    weights: Matrix | None = Field(description="T x S: each output character's attention over the source characters "
+                                   "(each row sums to 1); null for a network without attention.")
+
+
+class Seq2SeqPrediction(BaseModel):
+    output: str = Field(description="The greedy output.")
+    alignment: Seq2SeqAlignment
+    step: int = Field(description="The step after which the parameters used were taken (0: untrained). While the "
+                      "job trains, its latest evaluation.")
+    task: str
+    attention: bool

@@ -1,5 +1,6 @@
-"""The training labs' API on a real uvicorn server: the induction-head lab's jobs, their event stream against the
-lab's own reports for the same settings, cancelling, refusals, and the job limit shared with Iris."""
+"""The training labs' API on a real uvicorn server: the induction-head lab's and the encoder-decoder's jobs, their
+event streams and predictions against the labs' own reports for the same settings, cancelling, refusals, and the job
+limit shared with Iris."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from app.jobs import one_intra_op_thread
 from bench.common import Server
+from model.lab import seq2seq
 from model.lab.induction import EvalReport, InductionConfig, Training
 from tests.api.test_iris import UNKNOWN, read_events
 
@@ -135,3 +137,71 @@ def test_bad_settings_are_422_naming_the_field(api, body, field, words):
     assert error["loc"] == ["body", field]
     if words is not None:
         assert error["type"] == "lab_setting" and words in r.json()["detail"]
+
+
+# ---- the encoder-decoder ----------------------------------------------------------------------------------------
+
+SEQ2SEQ = "/api/v1/labs/seq2seq/train"
+TINY = {"task": "reverse", "steps": 20, "batch": 8, "hidden": 8, "eval_every": 10, "seed": 4}
+
+
+def seq2seq_events(api, job):
+    with api.stream("GET", f"{SEQ2SEQ}/{job}/events") as r:
+        assert r.status_code == 200
+        return read_events(r.iter_lines())
+
+
+def test_an_encoder_decoder_job_streams_and_predicts_what_the_lab_computes(api):
+    r = api.post(SEQ2SEQ, json=TINY)
+    assert r.status_code == 202 and r.json()["events"] == f"{SEQ2SEQ}/{r.json()['job']}/events"
+    job = r.json()["job"]
+    stream = seq2seq_events(api, job)
+    assert [name for _, name, _ in stream] == ["eval", "eval", "eval", "done"]
+    training = seq2seq.Training(seq2seq.Seq2SeqConfig(**TINY))
+    reports = [r for r in on_a_job_thread(lambda: list(training.run())) if isinstance(r, seq2seq.EvalReport)]
+    for (_, _, sent), report in zip(stream[:-1], reports, strict=True):
+        assert sent["step"] == report.step and sent["accuracy"] == report.accuracy
+        assert sent["loss"] == pytest.approx(report.loss, rel=1e-6)
+        assert sent["accuracy_by_length"] == {str(n): a for n, a in report.accuracy_by_length.items()}
+        assert sent["alignment"]["source"] == report.alignment.source
+        assert sent["alignment"]["target"] == report.alignment.target
+        weights = np.array(sent["alignment"]["weights"])
+        np.testing.assert_allclose(weights, report.alignment.weights.numpy(), atol=0.5e-4 + 1e-7)
+        assert sent["alignment_share"] == pytest.approx(report.alignment_share, rel=1e-6)
+    assert stream[1][2]["train_loss"] > 0 and stream[0][2]["train_loss"] is None
+
+    r = api.post("/api/v1/labs/seq2seq/predict", json={"job": job, "text": "attention"})
+    assert r.status_code == 200, r.text
+    answer, expected = r.json(), seq2seq.predict(training, "attention")
+    assert answer["step"] == 20 and answer["task"] == "reverse" and answer["attention"] is True
+    assert answer["output"] == expected.output and answer["alignment"]["source"] == list("attention")
+    weights = np.array(answer["alignment"]["weights"])
+    assert weights.shape == (len(expected.output), 9)
+    np.testing.assert_allclose(weights, expected.alignment.weights.numpy(), atol=1e-6)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_without_attention_there_are_no_weights(api):
+    job = api.post(SEQ2SEQ, json={**TINY, "attention": False, "steps": 1, "eval_every": 1}).json()["job"]
+    stream = seq2seq_events(api, job)
+    assert all(data["alignment"]["weights"] is None and data["alignment_share"] is None for _, name, data in stream
+               if name == "eval")
+    answer = api.post("/api/v1/labs/seq2seq/predict", json={"job": job, "text": "abcd"}).json()
+    assert answer["attention"] is False and answer["alignment"]["weights"] is None
+
+
+@pytest.mark.parametrize("text, words", [("abc", "send 4 to 30"), ("Hello", "outside the reverse task's alphabet")])
+def test_a_text_the_task_cannot_read_is_422(api, text, words):
+    job = api.post(SEQ2SEQ, json={**TINY, "steps": 1}).json()["job"]
+    seq2seq_events(api, job)
+    r = api.post("/api/v1/labs/seq2seq/predict", json={"job": job, "text": text})
+    assert r.status_code == 422 and words in r.json()["detail"]
+    assert r.json()["errors"][0]["type"] == "lab_setting" and r.json()["errors"][0]["loc"] == ["body", "text"]
+
+
+def test_predict_knows_only_encoder_decoder_jobs(api):
+    other = start(api, {**SMALL, "steps": 1})
+    for job in (other, UNKNOWN):
+        r = api.post("/api/v1/labs/seq2seq/predict", json={"job": job, "text": "abcd"})
+        assert r.status_code == 404 and r.json()["errors"][0]["loc"] == ["body", "job"]
+    assert api.post(SEQ2SEQ, json={"task": "sort"}).status_code == 422

@@ -64,7 +64,8 @@ DOCUMENTED_RULES = {
     "cost_not_exact": (422, "largest integer a JSON client keeps exact"),
     "cost_model_sizes": (422, "is fixed by model"),
     "cost_model_seq_len": (422, "takes at most"),
-    # the induction lab's settings that depend on each other (model/lab/induction.py): even, divisible, enough tokens
+    # the induction lab's settings that depend on each other (model/lab/induction.py): even, divisible, enough
+    # tokens; the encoder-decoder's text to predict (its task's characters and lengths)
     "lab_setting": (422, ""),
     # the training jobs: ids the server never made (the fuzzer holds none of its ids), and the cap on running jobs
     "unknown_job": (404, "Unknown job"),
@@ -73,7 +74,7 @@ DOCUMENTED_RULES = {
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
               "additive", "hidden_keys", "positions", "upstream"}
 POSITIONS_FIELDS = {"d_model", "length"}
-LAB_FIELDS = {"length", "d_model"}  # the induction lab's settings checked against others
+LAB_FIELDS = {"length", "d_model", "text"}  # the induction lab's settings checked together; a predicted text
 COST_FIELDS = {"d_model", "n_heads", "n_kv_heads", "n_layers", "seq_len"}
 
 
@@ -136,17 +137,21 @@ OPERATIONS = [
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),
     ("POST", "/api/v1/labs/induction/train"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
-    ("DELETE", "/api/v1/labs/induction/train/{job}"),
+    ("DELETE", "/api/v1/labs/induction/train/{job}"), ("POST", "/api/v1/labs/seq2seq/train"),
+    ("GET", "/api/v1/labs/seq2seq/train/{job}/events"), ("DELETE", "/api/v1/labs/seq2seq/train/{job}"),
+    ("POST", "/api/v1/labs/seq2seq/predict"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
     ("GET", "/iris"), ("GET", "/induction"), ("GET", "/cost"), ("GET", "/compare"), ("GET", "/learn"),
     ("GET", "/learn/{chapter}"),
 ]
-TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train")}
+TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train"),
+         ("POST", "/api/v1/labs/seq2seq/train")}
 # Operations on a job: the fuzzer never holds the id of a job the server made, so each schema-valid
 # request is a documented 404 (unknown_job); the API tests (tests/api/test_iris.py, test_labs.py) cover real jobs.
 ON_A_JOB = {("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
             ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
-            ("DELETE", "/api/v1/labs/induction/train/{job}")}
+            ("DELETE", "/api/v1/labs/induction/train/{job}"), ("GET", "/api/v1/labs/seq2seq/train/{job}/events"),
+            ("DELETE", "/api/v1/labs/seq2seq/train/{job}"), ("POST", "/api/v1/labs/seq2seq/predict")}
 WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | ON_A_JOB | {("GET", "/api/v1/positions"),
                                                                          ("GET", "/api/v1/cost"),
                                                                          ("GET", "/learn/{chapter}")}
