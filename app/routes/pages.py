@@ -121,6 +121,21 @@ def induction(request: Request) -> HTMLResponse:
 
 
 @router.get(
+    "/seq2seq",
+    response_class=HTMLResponse,
+    summary="The encoder-decoder lab: Bahdanau attention learning to align, beside the bottleneck without it",
+    description=(
+        "Train a GRU encoder-decoder with Bahdanau's additive attention on reversing letters or on writing dates "
+        "in ISO form, and the same decoder without attention beside it: the watched example's alignment map "
+        "sharpening, loss and accuracy, accuracy against input length for both, and the alignment of a text of "
+        "your own, drawn live from `GET /api/v1/labs/seq2seq/train/{job}/events`."
+    ),
+)
+def seq2seq(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "seq2seq.html")
+
+
+@router.get(
     "/cost",
     response_class=HTMLResponse,
     summary="What attention costs: parameters, memory and FLOPs",

@@ -202,6 +202,15 @@ export async function stopTraining(train, job) {
 export const IRIS_TRAIN = '/api/v1/iris/train';
 export const INDUCTION_TRAIN = '/api/v1/labs/induction/train';
 
+/**
+ * POST /api/v1/labs/seq2seq/predict: a job's encoder-decoder (after its latest evaluation) on a text.
+ * @returns {Promise<{output: string, alignment: {source: string[], target: string[], weights: number[][]|null},
+ *   step: number, task: string, attention: boolean}>}
+ */
+export function predictSeq2seq(body) {
+  return requestJson('/api/v1/labs/seq2seq/predict', postJson(body));
+}
+
 /** POST /api/v1/iris/train, with {epochs, lr, optimizer, batch, seed, watch}. */
 export const startIrisTraining = (settings) => startTraining(IRIS_TRAIN, settings);
 export const irisEventsUrl = (job) => trainingEventsUrl(IRIS_TRAIN, job);

@@ -70,7 +70,7 @@ NOTATION = {
     "torch", "autograd",  # the /toy backward pass: the reference it is checked against (torch.autograd)
     "SDPA", "Python", "CPU", "CPUs",  # the cost page's measured sweep: torch's scaled_dot_product_attention, the language
     "Abnar", "Zuidema", "Kobayashi", "Clark",  # the explorer's analyses: the authors of the methods it cites
-    "LayerNorm", "MLP",  # the induction lab: the network's parts by their names
+    "LayerNorm", "MLP", "GRU",  # the labs: the networks' parts by their names
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside

@@ -29,6 +29,7 @@ PAGES = {
     "positions": "/positions",
     "iris": "/iris",
     "induction": "/induction",
+    "seq2seq": "/seq2seq",
     "cost": "/cost",
     "docs": "/docs",
 }
@@ -42,7 +43,7 @@ def wait_ready(page: Page, path: str) -> None:
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
         if "backward=1" in path:
             expect(page.locator("#backward-panel")).to_have_attribute("aria-busy", "false")
-    elif path in ("/positions", "/iris", "/induction", "/cost") or path.startswith("/compare?"):
+    elif path in ("/positions", "/iris", "/induction", "/seq2seq", "/cost") or path.startswith("/compare?"):
         expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path.split("?")[0]))
     elif path.startswith("/flash"):
         expect(page.locator("#flash-walk")).to_have_attribute("data-step", re.compile(r"^[fb]\d+$"))
@@ -96,7 +97,8 @@ def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins
 
 
 @pytest.mark.parametrize("name", ["explorer (intro)", "explorer", "compare (intro)", "compare", "steps", "toy", "flash",
-                                  "positions", "iris", "induction", "cost", "docs"])
+                                  "positions", "iris", "induction", "seq2seq", "cost",
+                                  "docs"])
 def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
     page.set_viewport_size({"width": 390, "height": 800})
     path = PAGES[name]

@@ -18,10 +18,10 @@ SMALL = "?vocab=16&length=12&heads=2&d_model=16&steps=120&batch=8&seed=5"
 GOAL = 0.6
 
 
-def read_events(api, job: str) -> list[tuple[str, dict]]:
-    """Every event of an induction job's stream, up to done, cancelled or error."""
+def read_events(api, job: str, train: str = "/api/v1/labs/induction/train") -> list[tuple[str, dict]]:
+    """Every event of a lab job's stream, up to done, cancelled or error."""
     events, name = [], "message"
-    with api.stream("GET", f"/api/v1/labs/induction/train/{job}/events", timeout=TRAINING / 1000) as response:
+    with api.stream("GET", f"{train}/{job}/events", timeout=TRAINING / 1000) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
             if line.startswith("event:"):

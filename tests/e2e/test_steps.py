@@ -336,7 +336,8 @@ def test_explorer_links_to_the_selected_head(page: Page, api):
 
 
 def test_pages_carry_the_csp_and_the_nav(page: Page):
-    for path, current in [("/steps", "Steps"), ("/positions", "Positions"), ("/iris", "Labs"), ("/induction", "Labs"),
+    for path, current in [("/steps", "Steps"), ("/positions", "Positions"), ("/iris", "Labs"), ("/seq2seq", "Labs"),
+                          ("/induction", "Labs"),
                           ("/toy", "Toy example")]:
         response = page.goto(path)
         assert response.status == 200

@@ -141,8 +141,8 @@ OPERATIONS = [
     ("GET", "/api/v1/labs/seq2seq/train/{job}/events"), ("DELETE", "/api/v1/labs/seq2seq/train/{job}"),
     ("POST", "/api/v1/labs/seq2seq/predict"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
-    ("GET", "/iris"), ("GET", "/induction"), ("GET", "/cost"), ("GET", "/compare"), ("GET", "/learn"),
-    ("GET", "/learn/{chapter}"),
+    ("GET", "/iris"), ("GET", "/induction"), ("GET", "/seq2seq"), ("GET", "/cost"), ("GET", "/compare"),
+    ("GET", "/learn"), ("GET", "/learn/{chapter}"),
 ]
 TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train"),
          ("POST", "/api/v1/labs/seq2seq/train")}
