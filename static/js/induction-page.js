@@ -5,9 +5,9 @@
 // State in the URL: /induction?vocab=…&length=…&layers=…&heads=…&d_model=…&steps=…&lr=…&batch=…&seed=…&job=…
 // (only what differs from the defaults). `job` names the run on screen: the server keeps a job's events, so a
 // reload or a language switch replays that run from its first evaluation.
-import { ApiError, INDUCTION_TRAIN, startTraining } from './api.js';
-import { has } from './i18n/index.js';
-import { $, createPage, createStatus, errorMessage, setTitle, t } from './page.js';
+import { INDUCTION_TRAIN, startTraining } from './api.js';
+import { labRefusal } from './labs/refusal.js';
+import { $, createPage, createStatus, setTitle, t } from './page.js';
 import { createInductionRun } from './views/induction-run.js';
 
 // The lab's defaults and limits (model/lab/induction.py; the server checks them again).
@@ -48,25 +48,7 @@ const page = createPage({
 });
 const status = createStatus();
 
-/** A refusal of the server in the page's words, from its status and each item's type and ctx. */
-function refusal(error) {
-  if (!(error instanceof ApiError)) return errorMessage(error);
-  const items = Array.isArray(error.body?.errors) ? error.body.errors : [];
-  if (error.status === 429) {
-    const wait = error.retryAfter ?? items.find((item) => item.type === 'jobs_busy')?.ctx?.retry_after;
-    return wait ? t('induction.error.busy', { seconds: wait }) : t('induction.error.busyQuiet');
-  }
-  if (error.status === 404) return t('induction.error.gone');
-  if (error.status === 422 && items.length) {
-    return items.map((item) => {
-      const name = String((item.loc ?? []).filter((part) => part !== 'body')[0] ?? '');
-      const key = `induction.problem.${item.type}`;
-      const problem = has(key) ? t(key, item.ctx ?? {}) : t('induction.problem.invalid');
-      return t('induction.error.item', { field: has(`induction.field.${name}`) ? fieldLabel(name) : name, problem });
-    }).join(' ');
-  }
-  return errorMessage(error);
-}
+const refusal = labRefusal('induction');
 
 const run = createInductionRun({ status, refusal });
 

@@ -8,8 +8,9 @@
 // from the defaults). `job` is the run with attention, `plain` the one without: a reload or 中文 replays them.
 import { ApiError, predictSeq2seq, startTraining, stopTraining, trainingEventsUrl } from './api.js';
 import { alignmentFigure, curvesFigure, lengthFigure } from './figures/seq2seq.js';
-import { has, lang } from './i18n/index.js';
-import { $, createPage, createStatus, errorMessage, setTitle, t } from './page.js';
+import { lang } from './i18n/index.js';
+import { labRefusal } from './labs/refusal.js';
+import { $, createPage, createStatus, setTitle, t } from './page.js';
 import { longestMean } from './seq2seq/lengths.js';
 import { renderFigure } from './views/plot.js';
 
@@ -61,25 +62,8 @@ const page = createPage({
 });
 const status = createStatus();
 
-/** A refusal of the server in the page's words, from its status and each item's type and ctx. */
-function refusal(error) {
-  if (!(error instanceof ApiError)) return errorMessage(error);
-  const items = Array.isArray(error.body?.errors) ? error.body.errors : [];
-  if (error.status === 429) {
-    const wait = error.retryAfter ?? items.find((item) => item.type === 'jobs_busy')?.ctx?.retry_after;
-    return wait ? t('seq2seq.error.busy', { seconds: wait }) : t('seq2seq.error.busyQuiet');
-  }
-  if (error.status === 404) return t('seq2seq.error.gone');
-  if (error.status === 422 && items.length) {
-    return items.map((item) => {
-      const name = String((item.loc ?? []).filter((part) => part !== 'body')[0] ?? '');
-      const key = `seq2seq.problem.${name === 'text' ? 'text' : item.type}`;
-      const problem = has(key) ? t(key, item.ctx ?? {}) : t('seq2seq.problem.invalid');
-      return t('seq2seq.error.item', { field: has(`seq2seq.field.${name}`) ? fieldLabel(name) : t('seq2seq.predict.text'), problem });
-    }).join(' ');
-  }
-  return errorMessage(error);
-}
+// A text the task cannot read is named as the input, whatever the rule.
+const refusal = labRefusal('seq2seq', (name, item) => (name === 'text' ? 'seq2seq.problem.text' : `seq2seq.problem.${item.type}`));
 
 // ---- the runs on screen -------------------------------------------------------------------------------------------
 

@@ -799,6 +799,7 @@ export default {
   "seq2seq.field.batch": "Batch size",
   "seq2seq.field.hidden": "Hidden units",
   "seq2seq.field.seed": "Seed",
+  "seq2seq.field.text": "Input",
   "seq2seq.field.both": "Train the same network without attention beside it",
   "seq2seq.task.reverse": "Reverse letters",
   "seq2seq.task.dates": "Dates to ISO",

@@ -799,6 +799,7 @@ export default {
   "seq2seq.field.batch": "批大小",
   "seq2seq.field.hidden": "隐藏单元数",
   "seq2seq.field.seed": "随机种子",
+  "seq2seq.field.text": "输入",
   "seq2seq.field.both": "同时训练没有注意力的同一网络",
   "seq2seq.task.reverse": "字母倒序",
   "seq2seq.task.dates": "日期转 ISO",
