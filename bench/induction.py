@@ -54,10 +54,14 @@ def one_seed(seed: int) -> list[object]:
 
 
 def run(seeds: int = SEEDS) -> str:
+    from model.lab.induction import InductionConfig
+
     rows = [one_seed(seed) for seed in range(seeds)]
+    c = InductionConfig()
     return print_table(
-        "The induction-head lab at its defaults (64 tokens, R R of 32, 2 layers x 4 heads, d_model 128, 3000 steps "
-        "of 64 sequences, Adam 1e-3): step (seconds) of the drop and of all targets; the last step's numbers",
+        f"The induction-head lab at its defaults ({c.vocab} tokens, R R of {c.length}, {c.layers} layers x {c.heads} "
+        f"heads, d_model {c.d_model}, {c.steps} steps of {c.batch} sequences, Adam {c.lr:g}): step (seconds) of the "
+        "drop and of all targets; the last step's numbers",
         ["seed", "drop below ln(V)/2", "targets met", "first-half loss", "repeated-half loss",
          "best layer-0 previous-token", "best layer-1 induction", "seconds", f"targets <= {GOAL_S:.0f} s"], rows)
 

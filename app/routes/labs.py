@@ -51,7 +51,7 @@ INDUCTION_EVENTS_DOC = (
         "fresh batches of random sequences that end in a repeat R R, and evaluates it every `eval_every` steps: the "
         "loss on each half, each head's previous-token and induction scores and the watched sequence's maps. "
         "Answers at once with the job id and its event stream. " + RUNS_APART + " A setting outside its range, "
-        "an odd length or d_model, heads that do not divide d_model, or a length that needs more different tokens "
+        "an odd length or d_model, heads that do not divide d_model, or a length whose half is more different tokens "
         "than the vocabulary has is answered 422 `lab_setting` with the field in `loc` and its range in `ctx`. "
         "The same settings and seed give the same numbers."
     ),

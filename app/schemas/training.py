@@ -46,7 +46,7 @@ class InductionTrainRequest(StrictRequest):
 
     vocab: int = Field(DEFAULT.vocab, ge=4, le=MAX_VOCAB, description="Tokens the sequences are drawn from.")
     length: int = Field(DEFAULT.length, ge=4, le=MAX_LENGTH, description="The whole sequence R R: even, and at most "
-                        "vocab + 4 (a sequence's prefix and R are different tokens).")
+                        "2 x vocab (the evaluation's R is of length / 2 different tokens).")
     layers: int = Field(DEFAULT.layers, ge=1, le=MAX_LAYERS, description="Attention layers (no MLP); the induction "
                         "circuit needs two.")
     heads: int = Field(DEFAULT.heads, ge=1, le=MAX_HEADS, description="Heads per layer; must divide d_model.")

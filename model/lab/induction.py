@@ -1,9 +1,10 @@
 """The induction-head lab: a two-layer attention-only transformer learns to continue sequences that repeat.
 
-It is evaluated on R R: a half R of random tokens, then R again. Nothing in R predicts its next token, so on
-the first half the best loss is about ln(vocab); in the second half every token but the first can be read off
-the first half, and a model that learns to do so drops its loss there towards 0. It is trained on sequences
-that end in such a repeat, of a length drawn per sequence, after other random tokens (`sequences`).
+It is evaluated on R R: a half R of different random tokens, then R again. It is trained on sequences that end
+in such a repeat, of a length drawn per sequence, after other random tokens, every token of the prefix and of R
+drawn on its own (`sequences`): there nothing before a token of R predicts it, so on the evaluation's first half
+the loss stays about ln(vocab); in the second half every token but the first can be read off the first half,
+and a model that learns to do so drops its loss there towards 0.
 Attention-only transformers of two layers learn it by forming a circuit of two heads
 (model/analysis/circuits.py): a previous-token head in layer 0 writes into each position which token came
 before it, and an induction head in layer 1 attends from the current token to the position whose previous
@@ -45,10 +46,10 @@ class InductionConfig:
     vocab: int = 64
     length: int = 32
     layers: int = 2
-    heads: int = 4
+    heads: int = 2
     d_model: int = 128
-    steps: int = 3000
-    lr: float = 1e-3
+    steps: int = 2000
+    lr: float = 2e-3
     batch: int = 64
     seed: int = 0
     eval_every: int = 50
@@ -70,11 +71,10 @@ class InductionConfig:
                 what = "even" if name == "length" else f"a multiple of heads ({self.heads})"
                 raise LabInputError("lab_setting", (name,), f"{name} is {value}; send {what}",
                                           min=4, max=MAX_LENGTH if name == "length" else MAX_D_MODEL)
-        needed = self.length - min(MIN_REPEAT, self.half)  # the prefix and R of the shortest training repeat
-        if needed > self.vocab:
+        if self.half > self.vocab:  # the evaluation's R is of `half` different tokens
             raise LabInputError("lab_setting", ("length",),
-                                f"length {self.length} needs {needed} different tokens; the vocab has {self.vocab}",
-                                min=4, max=self.vocab + MIN_REPEAT)
+                                f"length {self.length} needs {self.half} different tokens; the vocab has {self.vocab}",
+                                min=4, max=2 * self.vocab)
         if not (math.isfinite(self.lr) and 0.0 < self.lr <= MAX_LR):
             raise LabInputError("lab_setting", ("lr",), f"lr is {self.lr}; send above 0, at most {MAX_LR}",
                                       min=0.0, max=MAX_LR)
@@ -90,20 +90,21 @@ def sequences(config: InductionConfig, count: int, generator: torch.Generator, v
     `varied` (the training batches): R has from MIN_REPEAT to `half` tokens, drawn per row, after a prefix of
     other random tokens that fills the row, so the distance back to a token's earlier occurrence varies and a
     head cannot find it by position alone (with one distance, layer 0 learned to look `half` − 1 positions back
-    and no induction head formed)."""
-    keys = torch.rand(count, config.vocab, generator=generator)  # (count, V)
-    drawn = keys.argsort(dim=1)  # (count, V): a random permutation of the vocabulary per row
+    and no induction head formed). The prefix's and R's tokens are drawn each on its own, so a token may occur
+    more than once: with all of them different, a token seen before never came next outside the repeat, the
+    network learned that first (pushing the first half's loss below ln(vocab)), and on some seeds no circuit
+    formed in thousands of steps."""
     if not varied:
-        first = drawn[:, : config.half]  # (count, half)
+        keys = torch.rand(count, config.vocab, generator=generator)  # (count, V)
+        first = keys.argsort(dim=1)[:, : config.half]  # (count, half): a random permutation's first tokens
         return torch.cat([first, first], dim=1)
+    drawn = torch.randint(config.vocab, (count, config.length), generator=generator)  # (count, T)
     low = min(MIN_REPEAT, config.half)
     lengths = torch.randint(low, config.half + 1, (count,), generator=generator)  # (count,)
-    rows = []
-    for row, n in zip(drawn, lengths.tolist(), strict=True):
-        prefix = config.length - 2 * n
-        repeat = row[prefix: prefix + n]
-        rows.append(torch.cat([row[:prefix], repeat, repeat]))
-    return torch.stack(rows)
+    position = torch.arange(config.length)  # (T,)
+    # the first length − n drawn tokens (the prefix, then R), then R again
+    source = torch.where(position < config.length - lengths[:, None], position, position - lengths[:, None])
+    return drawn.gather(1, source)  # (count, T)
 
 
 class AttentionOnly(nn.Module):

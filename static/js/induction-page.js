@@ -11,14 +11,13 @@ import { $, createPage, createStatus, setTitle, t } from './page.js';
 import { createInductionRun } from './views/induction-run.js';
 
 // The lab's defaults and limits (model/lab/induction.py; the server checks them again).
-const DEFAULTS = Object.freeze({ vocab: 64, length: 32, layers: 2, heads: 4, d_model: 128, steps: 3000, lr: 0.001, batch: 64, seed: 0, job: null });
+const DEFAULTS = Object.freeze({ vocab: 64, length: 32, layers: 2, heads: 2, d_model: 128, steps: 2000, lr: 0.002, batch: 64, seed: 0, job: null });
 const LIMITS = Object.freeze({
   vocab: [4, 512], length: [4, 128], layers: [1, 4], heads: [1, 8], d_model: [4, 256], steps: [1, 20000],
   batch: [1, 256], seed: [0, 2147483647], lr: [0, 0.1],
 });
 const WHOLE = ['vocab', 'length', 'layers', 'heads', 'd_model', 'steps', 'batch', 'seed'];
 const SETTINGS = [...WHOLE, 'lr'];
-const MIN_REPEAT = 4; // the shortest R of a training sequence
 const JOB_ID = /^[0-9a-f]{32}$/;
 
 const fields = Object.fromEntries(SETTINGS.map((name) => [name, $(`induction-${name}`)]));
@@ -73,9 +72,8 @@ function readForm() {
   if (settings.d_model % settings.heads) {
     return { name: 'd_model', message: t('induction.error.divide', { field: fieldLabel('d_model'), heads: settings.heads }) };
   }
-  const needed = settings.length - Math.min(MIN_REPEAT, settings.length / 2);
-  if (needed > settings.vocab) {
-    return { name: 'length', message: t('induction.error.vocab', { length: settings.length, needed, vocab: settings.vocab }) };
+  if (settings.length / 2 > settings.vocab) { // the evaluation's R is of length / 2 different tokens
+    return { name: 'length', message: t('induction.error.vocab', { length: settings.length, needed: settings.length / 2, vocab: settings.vocab }) };
   }
   return { settings };
 }

@@ -146,8 +146,8 @@ def test_stop_ends_a_long_training(page: Page, api):
 
 @pytest.mark.parametrize("field, value, words", [
     ("length", "13", "Sequence length: type an even number"),
-    ("d_model", "18", "d_model: type a multiple of the heads per layer (4)"),
-    ("vocab", "8", "Sequence length: 32 tokens need 28 different tokens, more than the vocabulary’s 8"),
+    ("d_model", "17", "d_model: type a multiple of the heads per layer (2)"),
+    ("vocab", "8", "Sequence length: a sequence of 32 tokens repeats 16 different tokens, more than the vocabulary’s 8"),
     ("lr", "0.5", "Learning rate: type a number above 0, at most 0.1"),
 ])
 def test_settings_that_cannot_train_are_said_before_anything_is_sent(page: Page, field, value, words):

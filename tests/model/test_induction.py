@@ -25,13 +25,16 @@ def test_evaluation_sequences_repeat_their_first_half_of_different_tokens():
 
 
 def test_training_sequences_end_in_a_repeat_of_varying_length_after_other_tokens():
-    ids = sequences(SMALL, 200, torch.Generator().manual_seed(1), varied=True)
-    repeats = set()
+    ids = sequences(SMALL, 400, torch.Generator().manual_seed(1), varied=True)
+    repeats, recurring = set(), 0
     for row in ids.tolist():
         n = next(n for n in range(SMALL.half, 0, -1) if row[-2 * n: -n] == row[-n:])  # the longest repeat at the end
-        assert n >= MIN_REPEAT and len(set(row[: len(row) - n])) == len(row) - n  # prefix and R: all different
+        assert n >= MIN_REPEAT
         repeats.add(n)
+        recurring += len(set(row[: len(row) - n])) < len(row) - n  # a token of the prefix and R drawn twice
     assert repeats == set(range(MIN_REPEAT, SMALL.half + 1))  # every length from MIN_REPEAT to half is drawn
+    assert 0 < recurring < len(ids)  # the tokens are drawn each on its own: some rows have one twice, not all
+    assert ids.min() >= 0 and ids.max() < 16
 
 
 def test_the_two_losses_follow_their_definitions():
@@ -65,10 +68,17 @@ def test_the_untrained_network_knows_nothing_and_a_seed_gives_the_same_run():
     ("steps", 0, "steps is 0; send 1 to 20000"),
     ("length", 13, "length is 13; send even"),
     ("d_model", 18, "d_model is 18; send a multiple of heads (4)"),
-    ("length", 80, "length 80 needs 76 different tokens; the vocab has 64"),
     ("lr", 0.5, "lr is 0.5; send above 0, at most 0.1"),
 ])
 def test_settings_outside_their_limits_are_refused(field, value, words):
     with pytest.raises(LabInputError, match=re.escape(words)) as caught:
         InductionConfig(**{"heads": 4, field: value})
     assert caught.value.loc == (field,) and caught.value.type == "lab_setting"
+
+
+def test_the_evaluation_repeat_must_fit_in_the_vocab():
+    words = "length 40 needs 20 different tokens; the vocab has 16"
+    with pytest.raises(LabInputError, match=re.escape(words)) as caught:
+        InductionConfig(vocab=16, length=40)
+    assert caught.value.loc == ("length",)
+    InductionConfig(vocab=16, length=32)  # R of 16 different tokens
