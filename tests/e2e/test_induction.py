@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from .helpers import english_left, switch_to_chinese, wait_until
 from .test_iris import TERMINAL, TRAINING, plot
 
-SMALL = "?vocab=16&length=12&heads=2&d_model=16&steps=120&batch=8&seed=5"
+SMALL = "?vocab=16&length=12&d_model=16&steps=120&batch=8&seed=5"  # 2 layers of 2 heads (the defaults)
 GOAL = 0.6
 
 
