@@ -30,6 +30,7 @@ from torch import nn
 
 from model.analysis import circuits
 from model.errors import LabInputError
+from model.lab.reports import CancelledReport, DoneReport
 from model.nets.attention import MultiHeadAttention, causal_mask
 from model.trace import Trace
 
@@ -145,18 +146,6 @@ class EvalReport:
     induction: torch.Tensor  # (L, H) circuits.induction_scores
     maps: torch.Tensor  # (L, H, T, T): the watched sequence's (the first evaluation sequence's) attention
     tokens: list[int]  # the watched sequence
-    seconds: float
-
-
-@dataclass(frozen=True)
-class DoneReport:
-    steps: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class CancelledReport:
-    step: int  # the last finished step
     seconds: float
 
 
