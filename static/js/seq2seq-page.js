@@ -20,7 +20,7 @@ const DEFAULTS = Object.freeze({ task: 'reverse', steps: 3000, lr: 0.003, batch:
 const LIMITS = Object.freeze({ steps: [1, 20000], batch: [1, 256], hidden: [4, 256], seed: [0, 2147483647], lr: [0, 0.1] });
 const WHOLE = ['steps', 'batch', 'hidden', 'seed'];
 const TASKS = ['reverse', 'dates'];
-const EXAMPLES = { reverse: 'attention', dates: '1 Dec 2026' };
+const EXAMPLES = { reverse: 'attention', dates: '1 Dec 2026' }; // ui-text: not UI (inputs of the tasks)
 const JOB_ID = /^[0-9a-f]{32}$/;
 const KINDS = ['attention', 'plain']; // the run with attention, the run without
 
@@ -94,7 +94,7 @@ function showProgress() {
 
 function drawEmpty(settings) {
   const both = Boolean(runs?.plain);
-  els.taskHint.textContent = t(`seq2seq.task.${settings.task}Hint`);
+  els.taskHint.textContent = t(`seq2seq.task.${settings.task}Hint`); // ui-text: not UI (a key)
   els.alignmentHint.textContent = t('seq2seq.alignment.hint');
   els.lengthHint.textContent = t('seq2seq.length.hint', { longest: 6 });
   els.share.textContent = '';
