@@ -116,13 +116,14 @@ SEQ2SEQ_EVENTS_DOC = (
     response_model=LabAccepted,
     summary="Start training the encoder-decoder (with or without Bahdanau attention) in the background",
     description=(
-        "Trains a character-level encoder-decoder: a bidirectional GRU encoder and a GRU decoder whose context at "
-        "step t is c_t = Σ_i a_ti h_i with a_ti = softmax_i(vᵀ tanh(W s_{t−1} + U h_i)) (Bahdanau's additive "
-        "attention), or with `attention` false the encoder's final state at every step. Task `reverse`: 4 to 30 "
-        "lowercase letters backwards; `dates`: a date written in one of several forms (\"1 Dec 2026\", \"December "
-        "1, 2026\", \"2026年12月1日\", \"01/12/26\", ...) to ISO YYYY-MM-DD. Adam with teacher forcing on fresh "
-        "random batches; evaluated every `eval_every` steps with greedy decoding. Answers at once with the job id "
-        "and its event stream. " + RUNS_APART + " The same settings and seed give the same numbers."
+        "Trains a character-level encoder-decoder: a GRU encoder reading the text from its last character back to "
+        "its first, and a GRU decoder whose context at step t is c_t = Σ_i a_ti h_i with "
+        "a_ti = softmax_i(vᵀ tanh(W s_{t−1} + U h_i)) (Bahdanau's additive attention), or with `attention` false "
+        "the encoder's final state at every step. Task `reverse`: 4 to 30 lowercase letters backwards; `dates`: a "
+        "date written in one of several forms (\"1 Dec 2026\", \"December 1, 2026\", \"2026年12月1日\", "
+        "\"01/12/26\", ...) to ISO YYYY-MM-DD. Adam with teacher forcing on fresh random batches; evaluated every "
+        "`eval_every` steps with greedy decoding. Answers at once with the job id and its event stream. "
+        + RUNS_APART + " The same settings and seed give the same numbers."
     ),
     responses={**BODY_ERRORS, 429: JOBS_BUSY},
 )

@@ -3,13 +3,15 @@
 Tasks (model/lab/seq2seq_data.py): `reverse` (4-30 lowercase letters, backwards) and `dates` (a date in one of
 eight human forms -> ISO YYYY-MM-DD), drawn on the fly.
 
-The network. Source characters are embedded (EMBED wide) and read by a bidirectional GRU of `hidden` units per
-direction, giving states h_1..h_S of 2·hidden (the forward and backward states at each position, side by side).
-Bidirectional, because the state a decoder step picks must say what is at that position and where it lies among
-the rest: the forward half counts from the start, the backward half from the end, which is the count reversing
-needs (output t copies position n − 1 − t); a forward-only state would know nothing of the characters after it.
-The encoder's final state is the forward GRU's state after the last character beside the backward GRU's state
-after the first, 2·hidden; the decoder starts from s_0 = tanh(B · final + b).
+The network. Source characters are embedded (EMBED wide) and read by one GRU of 2·hidden units from the last
+character back to the first, not bidirectionally: h_i is its state after reading x_{n−1} .. x_i (n characters), so
+x_i is the character it read last, and the count of characters read is i's distance from the end. The final state is
+h_0 (after the whole text); the decoder (hidden units) starts from s_0 = tanh(B · h_0 + b). Why not bidirectional:
+a bidirectional GRU was tried first. Its forward half at i + 1 holds x_i as the character read just before, so the
+state one to the right carries the character too, and the attention split its mass between the two (on reverse,
+after 800 steps: 0.59 on n − 1 − t, 0.33 on n − t): the weights did not show the alignment this lab is about.
+Read right to left, the only states that hold x_i are i (read last) and those left of it (read earlier, fading):
+the attention settles on i (0.84-0.89 at the defaults' length of training).
 
 Decoder step t (1-based) with previous state s_{t−1} and previous output character y_{t−1} (START first):
     a_ti = softmax_i(vᵀ tanh(W s_{t−1} + U h_i))      Bahdanau's additive score; padding positions get no weight
@@ -17,12 +19,14 @@ Decoder step t (1-based) with previous state s_{t−1} and previous output chara
     s_t  = GRUCell([E y_{t−1}, c_t], s_{t−1})
     logits_t = O [s_t, c_t, E y_{t−1}] + o
 With `attention=False` the same decoder gets the encoder's final state as its context at every step (c_t =
-final): all it knows of the source must pass through those 2·hidden numbers, the bottleneck attention removes.
+h_0): all it knows of the source must pass through those 2·hidden numbers, the bottleneck attention removes.
 Training uses teacher forcing (the true y_{t−1}) and the mean cross-entropy over target characters and END;
 evaluation and `predict` decode greedily (y_t = argmax) until END or the task's longest target + 2 characters.
 
-Training: Adam, gradients clipped to a norm of CLIP, fresh batches each step drawn by random.Random from a
-stream of the seed; the initialisation is torch's, from `seed`. The evaluation set (EVAL_EXAMPLES examples) is
+Training: Adam, its learning rate falling from `lr` along a half cosine to FINAL_LR · lr at the last step, gradients
+clipped to a norm of CLIP, fresh batches of independent examples each step drawn by random.Random from a stream of
+the seed (batches of one length each were twice as fast per step, but their attention aligned worse: 0.62 against
+0.78 after 1600 steps); the initialisation is torch's, from `seed`. The evaluation set (EVAL_EXAMPLES examples) is
 drawn once per run from another stream of the seed. With one intra-op thread the same settings give the same
 numbers.
 
@@ -50,21 +54,26 @@ MIN_HIDDEN = 4
 EMBED = 32  # the width of a character's embedding, source and target
 CLIP = 1.0  # the gradient norm training clips to
 EVAL_EXAMPLES = 500  # the fixed evaluation set, drawn once per run
-FINAL_LR = 0.05  # the last step's learning rate, a fraction of `lr`
+FINAL_LR = 0.3  # the last step's learning rate, a fraction of `lr`
 EXTRA_OUTPUT = 2  # greedy decoding stops after the task's longest target + this many characters
 
 
 @dataclass(frozen=True)
 class Seq2SeqConfig:
-    """One run's settings: the task (reverse or dates), with or without attention, and the training's."""
+    """One run's settings: the task (reverse or dates), with or without attention, and the training's.
+
+    Limits: task one of TASKS; steps and eval_every 1 to MAX_STEPS; batch 1 to MAX_BATCH; hidden MIN_HIDDEN to
+    MAX_HIDDEN; lr above 0, at most MAX_LR; seed 0 to MAX_SEED. The defaults are the smallest tried that reached
+    95 % exact match on reverse within about 80 CPU seconds with an alignment share above 0.8 at the end (hidden
+    64: 0.78; lr 3e-3: faster to 95 %, less aligned; 1e-3: slow); dates reaches 95 % in under 300 steps."""
 
     task: str = "reverse"
     attention: bool = True
-    steps: int = 3000
-    lr: float = 3e-3
+    steps: int = 1000
+    lr: float = 2e-3
     batch: int = 64
     seed: int = 0
-    hidden: int = 64
+    hidden: int = 96
     eval_every: int = 100
 
     def __post_init__(self) -> None:
@@ -116,13 +125,13 @@ class Decoded:
     logits: torch.Tensor  # (B, T, V)
     weights: torch.Tensor | None  # (B, T, S): a_ti
     states: torch.Tensor  # (B, T, hidden): s_{t−1}, the state each step's attention read
-    contexts: torch.Tensor  # (B, T, hidden): c_t
-    encoded: torch.Tensor  # (B, S, hidden): h_1..h_S
-    final: torch.Tensor  # (B, hidden): the encoder's final state
+    contexts: torch.Tensor  # (B, T, K), K = 2·hidden: c_t
+    encoded: torch.Tensor  # (B, S, K): h_0..h_{S−1}, zero past each source's length
+    final: torch.Tensor  # (B, K): the encoder's final state, h_0
 
 
 class Seq2Seq(nn.Module):
-    """The bidirectional GRU encoder and the GRU decoder, with or without additive attention."""
+    """The right-to-left GRU encoder (2·hidden units) and the GRU decoder (hidden), with or without attention."""
 
     def __init__(self, task: Task, hidden: int, attention: bool) -> None:
         super().__init__()
@@ -137,22 +146,21 @@ class Seq2Seq(nn.Module):
         self.out = nn.Linear(hidden + keys + EMBED, len(task.target_alphabet) + 3)
 
     def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """ids (B, S), lengths (B,) -> states h (B, S, hidden), zero past each length, and final (B, hidden) = h_1.
+        """ids (B, S), lengths (B,) -> states h (B, S, K), zero past each length, and the final state h_0 (B, K).
 
         h_i is the GRU's state after reading the characters from the last one back to i. Each row's characters
         are put in reverse order (padding stays at the end, after them) and read left to right."""
         positions = torch.arange(ids.shape[1])[None, :]  # (1, S)
         real = positions < lengths[:, None]  # (B, S)
         flip = torch.where(real, lengths[:, None] - 1 - positions, positions)  # (B, S): reversed order, padding kept
-        read, _ = self.encoder(self.source_embed(ids.gather(1, flip)))  # (B, S, hidden), in reading order
-        h = read.gather(1, flip[:, :, None].expand_as(read)) * real[:, :, None]  # (B, S, hidden), source order
+        read, _ = self.encoder(self.source_embed(ids.gather(1, flip)))  # (B, S, K), in reading order
+        h = read.gather(1, flip[:, :, None].expand_as(read)) * real[:, :, None]  # (B, S, K), source order
         return h, h[:, 0]
-
 
     def decode(self, ids: torch.Tensor, lengths: torch.Tensor, inputs: torch.Tensor | None = None,
                max_steps: int = 0) -> Decoded:
         """Teacher forcing on `inputs` (B, T) (START y_1 ..), or greedy for `max_steps` steps when inputs is None."""
-        h, final = self.encode(ids, lengths)  # (B, S, hidden), (B, hidden)
+        h, final = self.encode(ids, lengths)  # (B, S, K), (B, K)
         mask = torch.arange(ids.shape[1])[None, :] < lengths[:, None]  # (B, S)
         projected = self.attention.project(h) if self.attention is not None else None  # (B, S, A)
         s = torch.tanh(self.bridge(final))  # (B, hidden)
@@ -165,10 +173,10 @@ class Seq2Seq(nn.Module):
         logits: list[torch.Tensor] = []
         for t in range(steps):
             e = forced[:, t] if forced is not None else self.target_embed(y)  # (B, EMBED)
-            c = final  # (B, hidden): without attention, the encoder's final state at every step
+            c = final  # (B, K): without attention, the encoder's final state at every step
             if self.attention is not None and projected is not None:
                 a = self.attention(s, projected, mask)  # (B, S)
-                c = torch.bmm(a[:, None, :], h).squeeze(1)  # (B, hidden)
+                c = torch.bmm(a[:, None, :], h).squeeze(1)  # (B, K)
                 weights.append(a)
             states.append(s)
             contexts.append(c)
@@ -311,7 +319,7 @@ class Training:
                 return
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.config, step)
-            loss, _ = self.model.loss(self.task.draw_batch(self.config.batch, self.rng))
+            loss, _ = self.model.loss(self.task.draw_many(self.config.batch, self.rng))
             self.optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)

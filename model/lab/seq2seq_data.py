@@ -76,15 +76,6 @@ class Task:
         """`count` examples drawn independently (the evaluation sets)."""
         return [self.draw(rng) for _ in range(count)]
 
-    def draw_batch(self, count: int, rng: random.Random) -> list[Example]:
-        """A training batch. For reverse, one length for the whole batch, uniform over 4-30 (each string is still
-        a uniform draw): a batch of equal lengths has no padding, and its decoder runs n + 1 steps, not the
-        longest string's: about half the work of a batch of mixed lengths. Dates: independent draws."""
-        if self.name != "reverse":
-            return self.draw_many(count, rng)
-        n = rng.randint(MIN_LETTERS, MAX_LETTERS)
-        return [draw_reverse(rng, n, n) for _ in range(count)]
-
 
 def reverse_example(source: str) -> Example:
     n = len(source)

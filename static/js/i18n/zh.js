@@ -811,7 +811,7 @@ export default {
   "seq2seq.progress.label": "训练进度",
   "seq2seq.progress.text": "第 {step} / {steps} 步 · {percent} % · {seconds} 秒",
   "seq2seq.network.heading": "网络",
-  "seq2seq.network.body": "字符先经嵌入，再由双向 GRU 读入：每个输入位置 i 得到一个状态 h_i，从两个方向记录该处及其周围的内容。GRU 解码器一次写出一个输出字符，输入是上一个输出字符和上下文向量 c_t。有注意力时 c_t = Σ_i a_ti h_i；没有注意力时，每一步的 c_t 都是编码器的最终状态。两者都用 Adam 和教师强制（输入真实的上一个字符）在随机新样本上训练，并在 500 个固定样本上用贪心解码评估。",
+  "seq2seq.network.body": "字符先经嵌入，再由一个 GRU 从最后一个字符往前读到第一个：读完字符 i 时的状态 h_i 记着这个字符（最后读到的），也逐渐淡弱地记着它后面的字符。GRU 解码器一次写出一个输出字符，输入是上一个输出字符和上下文向量 c_t。有注意力时 c_t = Σ_i a_ti h_i；没有注意力时，每一步的 c_t 都是编码器的最终状态。两者都用 Adam 和教师强制（输入真实的上一个字符）在随机新样本上训练，并在 500 个固定样本上用贪心解码评估。",
   "seq2seq.network.score": "Bahdanau 的加性打分：a_ti = softmax(vᵀ tanh(W s_(t−1) + U h_i))，softmax 对输入位置 i 求取，其中 s_(t−1) 是解码器的上一个状态。W、U 和 v 与其他参数一起学习；没有任何信号告诉网络该看哪里。",
   "seq2seq.alignment.heading": "被观察样本的对齐",
   "seq2seq.alignment.hint": "最近一次评估后，有注意力的网络在第一个评估样本上的对齐：每行是一个输出字符（贪心输出），每列是一个输入字符；每行之和为 1。",
