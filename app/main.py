@@ -17,7 +17,7 @@ from .jobs import JobRegistry
 from .jobs.threads import light_thread
 from .memory import return_large_buffers_to_the_os
 from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
-from .routes import analysis, api, generate, iris, lab, labs, pages, service, toy
+from .routes import analysis, api, attribution, corpus, generate, iris, lab, labs, pages, patching, service, toy
 from .settings import STATIC_DIR, Settings
 
 
@@ -30,9 +30,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         light_thread()  # this thread's own: the event loop's torch ops stay out of the worker's way
         return_large_buffers_to_the_os()
         try:
+            app.state.corpus = corpus.open_corpus(settings.corpus)  # None without one; a non-index is refused
             app.state.hub = ModelHub(settings.default_model, settings.cache_bytes, settings.torch_threads,
                                      settings.model_dirs, settings.model_paths, settings.device, settings.dtype)
-        except StartupError as exc:
+        except (StartupError, corpus.CorpusError) as exc:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise
         app.state.jobs = JobRegistry(settings.jobs_dir)
@@ -50,13 +51,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     errors.install(app)
+    app.add_exception_handler(corpus.NoCorpus, corpus.no_corpus)
     app.include_router(api.router)
     app.include_router(toy.router)
     app.include_router(analysis.router)
+    app.include_router(attribution.router)
+    app.include_router(patching.router)
     app.include_router(generate.router)
     app.include_router(lab.router)
     app.include_router(iris.router)
     app.include_router(labs.router)
+    app.include_router(corpus.router)
     app.include_router(service.router)  # before the /static mount: it serves /static/vendor/plotly.min.js
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -62,6 +62,11 @@ class Settings(BaseSettings):
         'Host gets 400. ["*"] answers every Host, which lets any web site read the API through DNS '
         "rebinding: unsafe",
     )
+    corpus: Path | None = Field(
+        None,
+        description="a corpus index directory (written by attnscope corpus index FILE --model ID --out DIR) "
+        "that /corpus and /api/v1/corpus query (attnscope serve --corpus DIR); none: those answer 409",
+    )
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, description="largest accepted request body")
     max_json_values: int = Field(
         2_500_000,

@@ -45,6 +45,11 @@
     probability, top, attention (layers, heads, index + 1), cache_bytes): greedy by default, equal to
     transformers' generate without sampling; sampled with temperature, top-k, top-p and a seed. Only for a
     model with an LM head (GPT-2, Llama, Mistral, Qwen): TypeError otherwise.
+
+`attnscope.corpus` (import it: `from attnscope.corpus import Corpus, index`): a head across a whole corpus.
+    `index(FILE, model="minilm", out=DIR)` writes every text's head metrics and strongest pairs as Parquet
+    shards (resuming an interrupted run); `Corpus(DIR).top(layer, head, by="to_previous", k=20)`, `.pattern(...)`
+    and `.heads(x, y)` query them with DuckDB.
 """
 
 from model.checkpoints.tokenizer import Token, TooManyTokens

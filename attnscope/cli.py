@@ -14,6 +14,7 @@ import uvicorn
 from app.settings import Settings
 from attnscope import commands
 from model.checkpoints import DTYPES, SUPPORTED, check_device, check_dtype, hfcache, load
+from model.corpus.query import Corpus, CorpusError
 from model.errors import CheckpointError, DeviceError
 
 KEEP_ALIVE_S = 75
@@ -43,6 +44,9 @@ def add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser], settings
     serve.add_argument("--workers", type=int, default=settings.workers,
                        help="worker processes, each with its own models and cache (default 1); "
                             "see docs/deploy.md")
+    serve.add_argument("--corpus", type=Path, default=settings.corpus, metavar="DIR",
+                       help="a corpus index (written by `attnscope corpus index FILE --model ID --out DIR`) that "
+                            "/corpus and /api/v1/corpus query")
 
 
 def model_path(value: str) -> Path:
@@ -66,6 +70,14 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     if paths:
         os.environ["ATTNSCOPE_MODEL_PATHS"] = os.pathsep.join(str(p) for p in paths)
+    if args.corpus is not None:  # a directory that is not an index is refused here, in one line
+        corpus = args.corpus.expanduser().resolve()
+        try:
+            Corpus(corpus).close()
+        except CorpusError as exc:
+            print(f"attnscope cannot start: {exc}", file=sys.stderr)
+            return 1
+        os.environ["ATTNSCOPE_CORPUS"] = str(corpus)
     try:
         check_device(args.device)
         check_dtype(args.dtype, args.device)

@@ -56,6 +56,7 @@ def _positive(value: str) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `models`, `attention` and `generate` to the `attnscope` command's subparsers."""
+    from . import corpus as corpus_cli
     from . import generating  # it uses this module's open_model and refusals
     models = sub.add_parser("models", help="list the models attnscope can run",
                             description="The known models (and any checkpoint directory given with --model): id, "
@@ -90,13 +91,17 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
     generating.add_parser(sub)
+    corpus_cli.add_parser(sub)
 
 
 def run(args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Runs `args.command` (one of COMMANDS); returns the exit code."""
+    from . import corpus as corpus_cli
     from . import generating
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    if args.command == "corpus":
+        return corpus_cli.run(args, out, err)
     try:
         if args.command == "models":
             return models(args, out)

@@ -166,6 +166,24 @@ def compare(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "compare.html")
 
 
+@router.get(
+    "/corpus",
+    response_class=HTMLResponse,
+    summary="One head across a whole corpus: its top texts and every head by two metrics",
+    description=(
+        "The corpus index the server was started with (`attnscope serve --corpus DIR`): one head's top texts by a "
+        "metric, highest or lowest, or by two token patterns, each drawn with the head's strongest query -> key "
+        "pairs and linked to the explorer at that head, and every head as a point by two metrics (a click chooses "
+        "it). Without a corpus the page says how to build and serve one. The page fetches `GET /api/v1/corpus`, "
+        "`/api/v1/corpus/top`, `/api/v1/corpus/pattern` and `/api/v1/corpus/heads` itself; its state lives in the "
+        "query string: `layer`, `head`, `by`, `lowest` (1: lowest first), `k`, `query` and `key` (the patterns), "
+        "`x` and `y` (the scatter's metrics)."
+    ),
+)
+def corpus(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "corpus.html")
+
+
 LEARN_DESCRIPTION = (
     "Nine short chapters on attention, each around the learner's own sentence with one live view: query, key and "
     "value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; many heads; self, "

@@ -342,3 +342,30 @@ export function getLens({ text, text_pair = null, model = null, position = null,
 export function startGenerate(body, signal) {
   return send('/api/v1/generate', { ...postJson(body), signal }, 'text/event-stream');
 }
+
+/**
+ * POST /api/v1/patch: activation patching from `clean` into `corrupted` (the same token count); `answer` [good, bad]
+ * (token ids or texts of one token) for a model with an LM head, null for an encoder.
+ * @param {{clean: string, corrupted: string, model?: string|null, target: 'heads'|'residual',
+ *   answer?: Array<number|string>|null}} body
+ */
+export function getPatch({ clean, corrupted, model = null, target = 'heads', answer = null }) {
+  const body = { clean, corrupted, model, target };
+  if (answer !== null) body.answer = answer;
+  return requestJson('/api/v1/patch', postJson(body));
+}
+
+/**
+ * POST /api/v1/attribution: per token gradient × input or integrated gradients of one output (a token id's
+ * next-token logit for a model with an LM head, the cosine similarity to a second text's pooled embedding for an
+ * encoder), beside the last layer's attention, rollout and contributions, with each one's Spearman ρ.
+ * @param {{text: string, model?: string|null, target: number|string, method: string, steps: number}} body
+ */
+export function getAttribution(body) {
+  return requestJson('/api/v1/attribution', postJson(body));
+}
+
+/** POST /api/v1/token: the vocabulary id of a text that is one token ({model, id, token, display}); 422 else. */
+export function getSingleToken({ text, model = null }) {
+  return requestJson('/api/v1/token', postJson({ text, model }));
+}

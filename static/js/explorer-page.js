@@ -19,6 +19,7 @@ import {
   fetchAggregate, fetchContribution, fetchLayer, fetchMetrics, fetchOverview, hasOverview, headRows, sentenceKey,
 } from './views/explorer-data.js';
 import { createEditor } from './views/explorer-edit.js';
+import { createAttributionPanel } from './views/explorer-attribution.js';
 import { createLensPanel, readLens, writeLens } from './views/explorer-lens.js';
 import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
 import { createGeneratePanel } from './views/explorer-generate.js';
@@ -28,6 +29,7 @@ import { editBody, readChoices, writeChoices } from './views/explorer-state.js';
 import { createTokenChips } from './views/explorer-tokens.js';
 import { segmentBoundary, transformMaps } from './views/explorer-transform.js';
 import { createOverview } from './views/overview.js';
+import { createPatchPanel } from './views/explorer-patch.js';
 import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
 
 const els = {
@@ -122,6 +124,8 @@ const lensPanel = createLensPanel({
   panel: $('lens-panel'), select: $('lens-select'), note: $('lens-note'), head: $('lens-head'), body: $('lens-body'),
   error: $('lens-error'),
 }, { onPosition: (position) => choose({ lens: position }) });
+const attributionPanel = createAttributionPanel($('attribution-panel'));
+const patchPanel = createPatchPanel($('patch-panel'), { onSelect: (layer, head) => choose({ layer, head }) });
 const generatePanel = createGeneratePanel({
   panel: $('generate-panel'), unavailable: $('generate-unavailable'), form: $('generate-form'),
   maxNew: $('generate-max'), temperature: $('generate-temperature'), sampling: $('generate-sampling'),
@@ -327,6 +331,8 @@ async function render(state) {
   drawFocus(fixed);
   drawScale(fixed);
   lensPanel.draw(fixed, result.tokens);
+  attributionPanel.draw(fixed, result.tokens);
+  patchPanel.draw(fixed, result.tokens);
   generatePanel.draw(fixed, result.tokens);
   els.kindNote.textContent = kindSentence(kind);
   setTitle('page.explorer', state.text);

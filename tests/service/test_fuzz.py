@@ -40,6 +40,20 @@ DOCUMENTED_RULES = {
     "pair_not_supported": (422, "takes one text"),
     "index_out_of_range": (422, "out of range; this"),  # this model has layers ..., this input has positions ...
     "no_lm_head": (422, "has no LM head"),
+    # /attribution: a token id for an encoder or a text for an LM-head model, an id beyond the model's vocabulary
+    "target_kind": (422, "wrong kind of target"),
+    "target_out_of_range": (422, "outside this model's vocabulary"),
+    "not_single_token": (422, "not one; send a text that is a single token"),  # /token: a text of 0 or 2+ tokens
+    # /patch (model/analysis/patching.py PATCH_RULES): texts of different token counts, answer tokens that do not fit
+    # the model (none for an LM head, any for an encoder, an id beyond the vocabulary, a text of 0 or 2+ tokens, the
+    # same token twice), and texts whose metrics do not differ (nothing to restore)
+    "token_counts_differ": (422, "both need the same count"),
+    "answer_missing": (422, "send answer [good, bad]"),
+    "answer_not_allowed": (422, "remove answer"),
+    "answer_out_of_range": (422, "is not in the vocabulary"),
+    "answer_not_single_token": (422, "must be a single token"),
+    "answer_same": (422, "send two different tokens"),
+    "metric_unchanged": (422, "nothing for a patch to restore"),
     # /generate: the input's tokens and max_new_tokens together over the model's limit (GENERATE_RULES)
     "generate_too_long": (422, "exceed the model's limit"),
     # the toy's rules between fields (model/errors.py TOY_RULES; the others the schema states); the loc is checked below
@@ -70,6 +84,11 @@ DOCUMENTED_RULES = {
     # the training jobs: ids the server never made (the fuzzer holds none of its ids), and the cap on running jobs
     "unknown_job": (404, "Unknown job"),
     "jobs_busy": (429, "training jobs are running"),
+    # the corpus index's routes on a server started without a corpus (the fuzzed one): every request; with a
+    # corpus (tests/api/test_corpus_routes.py), a metric the index lacks and a token regex that does not compile
+    "no_corpus": (409, "attnscope serve --corpus"),
+    "unknown_metric": (422, "use one of"),
+    "bad_pattern": (422, "regular expression"),
 }
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
               "additive", "hidden_keys", "positions", "upstream"}
@@ -134,6 +153,7 @@ OPERATIONS = [
     ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("POST", "/api/v1/toy/backward"), ("POST", "/api/v1/flash"),
     ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
     ("POST", "/api/v1/lens"), ("POST", "/api/v1/generate"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
+    ("POST", "/api/v1/attribution"), ("POST", "/api/v1/token"), ("POST", "/api/v1/patch"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),
     ("POST", "/api/v1/labs/induction/train"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
@@ -143,6 +163,8 @@ OPERATIONS = [
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
     ("GET", "/iris"), ("GET", "/induction"), ("GET", "/seq2seq"), ("GET", "/cost"), ("GET", "/compare"),
     ("GET", "/learn"), ("GET", "/learn/{chapter}"),
+    ("GET", "/api/v1/corpus"), ("GET", "/api/v1/corpus/top"), ("GET", "/api/v1/corpus/pattern"),
+    ("GET", "/api/v1/corpus/heads"), ("GET", "/corpus"),
 ]
 TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train"),
          ("POST", "/api/v1/labs/seq2seq/train")}
@@ -152,9 +174,13 @@ ON_A_JOB = {("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris
             ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
             ("DELETE", "/api/v1/labs/induction/train/{job}"), ("GET", "/api/v1/labs/seq2seq/train/{job}/events"),
             ("DELETE", "/api/v1/labs/seq2seq/train/{job}"), ("POST", "/api/v1/labs/seq2seq/predict")}
+# The corpus routes: the fuzzed server has no corpus, so each request is a documented 409 (no_corpus), invalid
+# data too (the corpus is looked for first); tests/api/test_corpus_routes.py covers a served index.
+WITHOUT_A_CORPUS = {("GET", "/api/v1/corpus/top"), ("GET", "/api/v1/corpus/pattern"), ("GET", "/api/v1/corpus/heads")}
 WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | ON_A_JOB | {("GET", "/api/v1/positions"),
                                                                          ("GET", "/api/v1/cost"),
                                                                          ("GET", "/learn/{chapter}")}
+WITH_INPUTS |= WITHOUT_A_CORPUS
 # Operations with only a few valid requests: /learn/{chapter} has nine (1 to 9), all sent when fuzzing positively.
 FEW_VALID = {("GET", "/learn/{chapter}")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [
@@ -181,7 +207,7 @@ def test_api_conforms_to_its_schema(api_schema, fuzz_server, method, path, mode)
         assert len(set(calls)) == 1 and len(calls) >= 9  # every chapter, answered 200
     elif (method, path) in WITH_INPUTS:  # operations without inputs have fewer distinct requests to send
         assert len(calls) >= EXAMPLES_PER_OPERATION
-    if mode is GenerationMode.POSITIVE and (method, path) in WITH_INPUTS - ON_A_JOB:
+    if mode is GenerationMode.POSITIVE and (method, path) in WITH_INPUTS - ON_A_JOB - WITHOUT_A_CORPUS:
         accepted = 202 if (method, path) in TRAIN else 200
         assert accepted in calls, f"no schema-valid request to {path} was answered {accepted}"
 

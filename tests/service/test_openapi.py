@@ -9,6 +9,7 @@ import jsonschema_rs
 import pytest
 
 from app.schemas.common import NON_BLANK
+from model.analysis.patching import PATCH_RULES
 from model.errors import TOY_RULES
 
 
@@ -40,7 +41,8 @@ def test_every_request_body_documents_examples(spec):
                                                   "/api/v1/labs/induction/train", "/api/v1/labs/seq2seq/train",
                                                   "/api/v1/labs/seq2seq/predict",
                                                   "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions",
-                                                  "/api/v1/lens", "/api/v1/generate"}
+                                                  "/api/v1/lens", "/api/v1/generate", "/api/v1/attribution",
+                                                  "/api/v1/token", "/api/v1/patch"}
     for method, path, media, schema in bodies:
         assert schema.get("examples"), f"{method} {path}: the schema has no examples"
         # Swagger UI's "Try it out" starts from the first named example of the body
@@ -117,8 +119,15 @@ def test_the_schema_states_the_rules_it_can(spec):
         number = matrix["items"]["items"]
         assert (number["minimum"], number["maximum"]) == (-1e6, 1e6)
     for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "ToyRequest", "ToyWeights",
-                 "AggregateRequest", "MetricsRequest", "ContributionsRequest"):
+                 "AggregateRequest", "MetricsRequest", "ContributionsRequest", "AttributionRequest",
+                 "TokenRequest", "PatchRequest"):
         assert spec["components"]["schemas"][name]["additionalProperties"] is False
+    for field in ("clean", "corrupted"):
+        assert (_field(spec, "PatchRequest", field)["minLength"], _field(spec, "PatchRequest", field)["pattern"]) == (
+            1, NON_BLANK)
+    assert _field(spec, "PatchRequest", "target")["enum"] == ["heads", "residual"]
+    answer = _field(spec, "PatchRequest", "answer")
+    assert (answer["minItems"], answer["maxItems"]) == (2, 2)
 
 
 def test_model_dependent_rules_are_documented_on_the_routes(spec):
@@ -127,9 +136,29 @@ def test_model_dependent_rules_are_documented_on_the_routes(spec):
         text = paths[path]["post"]["description"]
         for rule in ("max_tokens", "n_layers", "n_heads", "pairs", "unknown_model", "index_out_of_range"):
             assert rule in text, f"{path} does not document {rule}"
+    patch = paths["/api/v1/patch"]["post"]["description"]
+    for rule in ("max_tokens", "unknown_model", "too_many_tokens", *PATCH_RULES):
+        assert rule in patch, f"/api/v1/patch does not document {rule}"
     toy = paths["/api/v1/toy"]["post"]["description"]
     for rule in ("as long as its first row", "as many values as keys", "divides d_model", *TOY_RULES):
         assert rule in toy
+
+
+def test_the_corpus_routes_state_their_bounds_and_the_409(spec):
+    """The corpus's own ranges (layers, heads, metrics) are the server's to check; the schema states the rest."""
+    for path in ("/api/v1/corpus/top", "/api/v1/corpus/pattern"):
+        params = {p["name"]: p["schema"] for p in spec["paths"][path]["get"]["parameters"]}
+        assert params["layer"]["minimum"] == 0 and params["head"]["minimum"] == 0
+        assert (params["k"]["minimum"], params["k"]["maximum"], params["k"]["default"]) == (1, 100, 20)
+    top = {p["name"]: p["schema"] for p in spec["paths"]["/api/v1/corpus/top"]["get"]["parameters"]}
+    assert top["lowest"]["type"] == "boolean" and top["by"]["pattern"] == "^[a-z][a-z0-9_]*$"
+    pattern = {p["name"]: p["schema"] for p in spec["paths"]["/api/v1/corpus/pattern"]["get"]["parameters"]}
+    assert (pattern["query"]["minLength"], pattern["query"]["maxLength"]) == (1, 200)
+    for path in ("/api/v1/corpus", "/api/v1/corpus/top", "/api/v1/corpus/pattern", "/api/v1/corpus/heads"):
+        answers = spec["paths"][path]["get"]["responses"]
+        assert "attnscope serve --corpus DIR" in answers["409"]["description"]
+        if path != "/api/v1/corpus":
+            assert "unknown_metric" in answers["422"]["description"]
 
 
 def test_the_blank_pattern_is_the_servers_rule(live_server):

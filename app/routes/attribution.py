@@ -1,0 +1,100 @@
+"""REST API v1: attribution beside attention (POST /api/v1/attribution).
+
+The route tokenizes the text (413 over the model's limit, before any work is queued) and makes one call on
+the model worker (model/analysis/attribution.py), which checks the target and steps, runs the gradients and
+the three attention-based scores, and answers a dataclass of plain numbers.
+
+No `from __future__ import annotations`: FastAPI reads the dependencies' annotations at run time.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body
+
+from model.analysis import attribution
+
+from .. import serialize
+from ..deps import ClientLeft, Hub
+from ..schemas.attribution import (
+    Agreement,
+    AttributionRequest,
+    AttributionResponse,
+    Baseline,
+    Compared,
+    Completeness,
+    TokenRequest,
+    TokenResponse,
+)
+from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
+
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["analysis"],
+    responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD},
+)
+
+AttributionBody = Annotated[AttributionRequest, Body(openapi_examples=openapi_examples(AttributionRequest))]
+TokenBody = Annotated[TokenRequest, Body(openapi_examples=openapi_examples(TokenRequest))]
+
+
+@router.post(
+    "/attribution",
+    response_model=AttributionResponse,
+    summary="Gradient × input or integrated gradients per token, beside attention, rollout and contributions",
+    description=(
+        "Explains one output f of the model on `text`: for a model with an LM head the next-token logit of the "
+        "token id `target` at the last position; for any other (an encoder such as minilm) the cosine similarity "
+        "of the mean-pooled last hidden state (mean over every token, as sentence-transformers pools "
+        "all-MiniLM-L6-v2) to the pooled embedding of the text `target`. Per token, over its word embedding e_i: "
+        "`gradient_x_input` (∂f/∂e_i)·e_i, or `integrated_gradients` (Sundararajan et al. 2017) from the baseline "
+        "b (the padding token's word embedding at every position where the tokenizer has one, [PAD] for minilm; "
+        "zeros otherwise; position and token-type embeddings kept), a Gauss–Legendre quadrature of `steps` "
+        "nodes, with `completeness` checking that the attributions sum to f(x) − f(b). Beside them, from the "
+        "last layer and the rows f reads (`rows`: the last token's for an LM head, the mean over every token's "
+        "for an encoder): the attention weights (mean over heads), attention rollout and the norm-based "
+        "contributions; `agreement` gives each one's Spearman ρ with the absolute attributions, null where ρ is "
+        "undefined (a one-token input, or constant scores). Rules that depend on the model: `model` is an id "
+        "from GET /api/v1/models, else 404 (`unknown_model`); `text` and a target text make at most the "
+        "model's `max_tokens` tokens, else 413 (`too_many_tokens`); `target` is a token id for a model with "
+        "`lm_head` and a text for any other, else 422 (`target_kind`); a token id below the vocabulary's size, "
+        "else 422 (`target_out_of_range`, ctx {id, vocab_size})."
+    ),
+)
+def attribute(req: AttributionBody, hub: Hub, gone: ClientLeft) -> AttributionResponse:
+    spec, model = hub.get(req.model)
+    encoded = model.tokenizer.encode(req.text)
+    found = hub.run(attribution.attribute, model, encoded, req.target, req.method, req.steps, gone=gone)
+    completeness = None
+    if found.completeness is not None:
+        error = found.completeness.relative_error
+        completeness = Completeness(sum=found.completeness.sum, difference=found.completeness.difference,
+                                    relative_error=error if error != float("inf") else None)
+    return AttributionResponse(
+        model=spec.id, tokens=serialize.tokens(encoded.tokens), method=found.method, steps=found.steps,
+        output_name=found.output_name, output=found.output, target=req.target, scores=list(found.scores),
+        baseline=Baseline(kind=found.baseline, token_id=found.baseline_token, token=found.baseline_text,
+                          output=found.baseline_output),
+        completeness=completeness, rows=found.rows,
+        compared=Compared(attention=list(found.compared["attention"]), rollout=list(found.compared["rollout"]),
+                          contributions=list(found.compared["contributions"])),
+        agreement=Agreement(attention=found.agreement["attention"], rollout=found.agreement["rollout"],
+                            contributions=found.agreement["contributions"]),
+    )
+
+
+@router.post(
+    "/token",
+    response_model=TokenResponse,
+    summary="The one vocabulary id of a text that is a single token",
+    description=(
+        "Tokenizes `text` with the model's tokenizer and answers its vocabulary id when it makes exactly one "
+        "token besides the tokenizer's template tokens ([CLS], [SEP]): how a page turns a typed next token into "
+        "the `target` id of POST /api/v1/attribution. A text of more tokens: 422 `not_single_token` (ctx "
+        "{count}, the message listing the tokens). `model` is an id from GET /api/v1/models, else 404 "
+        "(`unknown_model`); over the model's `max_tokens` tokens: 413 (`too_many_tokens`)."
+    ),
+)
+async def single_token(req: TokenBody, hub: Hub) -> TokenResponse:
+    spec, model = hub.get(req.model)
+    token_id, token, display = attribution.single_token(model, req.text)
+    return TokenResponse(model=spec.id, id=token_id, token=token, display=display)

@@ -1,0 +1,67 @@
+"""REST API v1: activation patching (POST /api/v1/patch).
+
+The route resolves the model (404 for an unknown id), tokenizes both texts (413 over the model's limit, before
+any work is queued) and makes one call on the model worker (model/analysis/patching.py), which checks the token
+counts and the answer tokens and runs the grid; the answer's tensors are written by app/serialize.py.
+
+No `from __future__ import annotations`: FastAPI reads the dependencies' annotations at run time.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Response
+
+from model.analysis import patching
+
+from .. import serialize
+from ..deps import ClientLeft, Hub
+from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
+from ..schemas.patching import PatchAnswer, PatchMetric, PatchRequest, PatchResponse
+
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["analysis"],
+    responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD},
+)
+
+PatchBody = Annotated[PatchRequest, Body(openapi_examples=openapi_examples(PatchRequest))]
+
+RULES = "; ".join(f"`{kind}`: {what}" for kind, (_, what) in patching.PATCH_RULES.items())
+
+
+@router.post(
+    "/patch",
+    response_model=PatchResponse,
+    summary="Activation patching: how much of the clean output each head, or each layer and position, restores",
+    description=(
+        "Runs the model on `clean` and on `corrupted` (the same token count) and then on `corrupted` again once per "
+        "cell, with one activation copied from the clean run: `heads`, each head's output (its weighted sum "
+        "softmax·V before the output projection W_o) at every position, one (layer, head) at a time; `residual`, "
+        "the residual stream entering layer l at position p (row 0: the embeddings' output; a post-norm BERT's "
+        "stream is each block's output after its LayerNorm, a pre-norm GPT-2's the sum before the block's norm). "
+        "The metric m: for a model with an LM head the logit difference logit[good] − logit[bad] at the last "
+        "position (`answer`: two token ids, or texts that are one token each); for any other (an encoder such as "
+        "minilm) the cosine similarity of the mean-pooled last hidden state to the clean text's (so m(clean) = 1). "
+        "`grid` [layer][head or position] = (m(patched) − m(corrupted)) / (m(clean) − m(corrupted)): 1 restores "
+        "the clean metric, 0 changes nothing. Rules that depend on the model: `model` is an id from GET "
+        "/api/v1/models, else 404 (`unknown_model`); each text at most the model's `max_tokens` tokens, else 413 "
+        "(`too_many_tokens`); otherwise 422 with `type`: " + RULES + f" ({patching.MIN_GAP:g}; identical texts "
+        "are refused this way)."
+    ),
+)
+def patch(req: PatchBody, hub: Hub, gone: ClientLeft) -> Response:
+    spec, model = hub.get(req.model)
+    clean, corrupted = model.tokenizer.encode(req.clean), model.tokenizer.encode(req.corrupted)
+    found = hub.run(patching.patch, model, clean, corrupted, req.target, req.answer, gone=gone)
+    answer = None
+    if found.answer is not None:
+        answer = [PatchAnswer(id=i, token=model.tokenizer.token_text(i)[0], display=model.tokenizer.token_text(i)[1])
+                  for i in found.answer]
+    body = PatchResponse(
+        model=spec.id, target=req.target, metric_name=found.metric_name,
+        metric=PatchMetric(clean=serialize.short_float(found.clean), corrupted=serialize.short_float(found.corrupted)),
+        answer=answer, rows="layer", columns="head" if req.target == "heads" else "position",
+        grid=serialize.float32_numbers(found.grid), patched=serialize.float32_numbers(found.patched),
+        clean_tokens=serialize.tokens(clean.tokens), corrupted_tokens=serialize.tokens(corrupted.tokens),
+    )
+    return serialize.json_response(body)

@@ -1,0 +1,90 @@
+"""POST /api/v1/patch through HTTP: the answer equals model/analysis/patching.py called on the same checkpoint
+(its numbers are tested against transformers in tests/model/test_patching.py), and every refusal says what to
+change."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.analysis import patching
+from model.checkpoints import load
+
+CLEAN, CORRUPTED = "The cat sat on the mat.", "The dog sat on the mat."
+
+
+def post(client, **body):
+    return client.post("/api/v1/patch", json=body)
+
+
+def assert_equal(got: dict, found: patching.Patching) -> None:
+    assert got["metric_name"] == found.metric_name and got["target"] == found.target
+    assert got["metric"] == {"clean": pytest.approx(found.clean, abs=1e-7),
+                             "corrupted": pytest.approx(found.corrupted, abs=1e-7)}
+    assert len(got["grid"]) == found.grid.shape[0]
+    for row, expected in zip(got["grid"], found.grid.tolist(), strict=True):
+        assert row == pytest.approx(expected, abs=1e-6)
+    for row, expected in zip(got["patched"], found.patched.tolist(), strict=True):
+        assert row == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("target", patching.TARGETS)
+def test_minilm_answer_equals_the_model_function(client, target):
+    r = post(client, clean=CLEAN, corrupted=CORRUPTED, target=target, model="minilm")
+    assert r.status_code == 200, r.text
+    got = r.json()
+    model = load("minilm")
+    clean, corrupted = model.tokenizer.encode(CLEAN), model.tokenizer.encode(CORRUPTED)
+    assert_equal(got, patching.patch(model, clean, corrupted, target))
+    assert [t["text"] for t in got["clean_tokens"]] == [t.text for t in clean.tokens]
+    assert [t["text"] for t in got["corrupted_tokens"]] == [t.text for t in corrupted.tokens]
+    assert got["rows"] == "layer" and got["columns"] == ("head" if target == "heads" else "position")
+    assert got["answer"] is None and got["metric"]["clean"] == pytest.approx(1.0, abs=1e-6)
+    assert len(got["grid"][0]) == (12 if target == "heads" else len(clean))
+
+
+def test_gpt2_answer_as_ids_or_text(local_client, local_dirs):
+    ids = post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2", answer=[328, 326])
+    text = post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2", answer=[" mat", " cat"])
+    assert ids.status_code == 200, ids.text
+    assert text.json() == ids.json()
+    model = load(local_dirs["gpt2"])
+    found = patching.patch(model, model.tokenizer.encode(CLEAN), model.tokenizer.encode(CORRUPTED), "heads", [328, 326])
+    got = ids.json()
+    assert_equal(got, found)
+    assert got["metric_name"] == "logit_difference"
+    assert got["answer"] == [{"id": 328, "token": "Ġmat", "display": " mat"},
+                             {"id": 326, "token": "Ġcat", "display": " cat"}]
+
+
+def error_of(r, status: int) -> dict:
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert body["detail"]
+    return body["errors"][0]
+
+
+def test_refusals(client, local_client):
+    counts = error_of(post(client, clean=CLEAN, corrupted="A dog.", model="minilm"), 422)
+    assert counts["type"] == "token_counts_differ" and counts["ctx"] == {"clean": 9, "corrupted": 5}
+    assert "9 tokens" in counts["msg"] and "5" in counts["msg"] and counts["loc"] == ["body", "corrupted"]
+    encoder = error_of(post(client, clean=CLEAN, corrupted=CORRUPTED, answer=[1, 2]), 422)
+    assert encoder["type"] == "answer_not_allowed" and encoder["loc"] == ["body", "answer"]
+    same = error_of(post(client, clean=CLEAN, corrupted=CLEAN), 422)
+    assert same["type"] == "metric_unchanged"
+    missing = error_of(post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2"), 422)
+    assert missing["type"] == "answer_missing"
+    bad_id = error_of(post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2", answer=[328, 370]), 422)
+    assert bad_id["type"] == "answer_out_of_range" and bad_id["ctx"] == {"id": 370, "vocab_size": 370}
+    assert bad_id["loc"] == ["body", "answer", "1"]
+    two = error_of(post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2", answer=[" mat", "world"]),
+                   422)
+    assert two["type"] == "answer_not_single_token" and "single token" in two["msg"]
+    for answer in ([1], [1, 2, 3], [-1, 2], [1.0, 2], [True, 2], [""]):
+        assert post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2", answer=answer).status_code == 422
+    too_long = error_of(post(client, clean="word " * 600, corrupted=CORRUPTED), 413)
+    assert too_long["type"] == "too_many_tokens"
+    unknown = error_of(post(client, clean=CLEAN, corrupted=CORRUPTED, model="nope"), 404)
+    assert unknown["type"] == "unknown_model" and "minilm" in unknown["msg"]
+    target = error_of(post(client, clean=CLEAN, corrupted=CORRUPTED, target="neurons"), 422)
+    assert target["loc"] == ["body", "target"]
+    assert post(client, clean=" ", corrupted=CORRUPTED).status_code == 422
