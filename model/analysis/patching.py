@@ -33,6 +33,12 @@ chunks of at most CHUNK_VALUES attention scores. The head's copy is made by a fo
 MultiHeadAttention.output, so the network's forward is unchanged. A grid is L·H (heads) or L·T (residual) patched
 runs: measured for MiniLM on one thread of this 2-core machine (CPU seconds, the machine shared): 13 tokens 0.17 s
 (heads) and 0.18 s (residual); 128 tokens 1.5 s (heads) and 16 s (residual, 768 runs).
+
+A grid holds the model worker until it is done (a client that leaves does not stop it), so its size is bounded:
+`work` estimates a grid's multiply-adds, and a grid above MAX_WORK (MiniLM's residual grid at 128 tokens, the
+16 s above) is refused (PatchError `patch_too_large`, with the most tokens that fit this model and target).
+MiniLM's heads grid fits at its whole limit of 512 tokens; a 12-layer, 768-wide GPT-2's heads grid up to about
+90 tokens.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ LOGIT_DIFFERENCE = "logit_difference"
 COSINE_SIMILARITY = "cosine_similarity"
 MIN_GAP = 1e-4  # |m(clean) − m(corrupted)| below this: nothing to restore (metric_unchanged)
 CHUNK_VALUES = 1 << 24  # attention scores (rows x H x T x T) per patched batch: 64 MB of float32
+MAX_WORK = 6.5e11  # multiply-adds of one grid (`work`): MiniLM's residual grid at 128 tokens, 16 CPU s here
 
 # error type -> (the ctx keys its error carries, what breaks it); the route documents this table
 PATCH_RULES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -64,6 +71,7 @@ PATCH_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "answer_not_single_token": (("tokens",), "an answer text that is not exactly one token"),
     "answer_same": ((), "the same token as the good and the bad answer (the logit difference is 0)"),
     "metric_unchanged": (("clean", "corrupted"), "the clean and the corrupted metric differ by less than MIN_GAP"),
+    "patch_too_large": (("tokens", "max_tokens"), "a grid over MAX_WORK multiply-adds: too many tokens for the target"),
 }
 
 
@@ -161,6 +169,28 @@ def _record(model: LoadedModel, encoded: Encoded, masks: list[torch.Tensor | Non
     return _Run(inputs, mixed, hidden)
 
 
+def work(net: Transformer, target: str, t: int) -> float:
+    """About how many multiply-adds a grid of `target` takes on t tokens: its patched runs (H or t per layer l),
+    each through the L − l blocks from l on, each block per token its projections (q, k, v, o: 4·D², fewer with
+    shared key-value heads ignored), its MLP (2 or 3 · D·d_ff) and its scores and weighted sums (2·t·D)."""
+    cfg = net.cfg
+    per_token = 4 * cfg.d_model ** 2 + (3 if cfg.mlp == "gated" else 2) * cfg.d_model * cfg.d_ff + 2 * t * cfg.d_model
+    runs = cfg.n_heads if target == "heads" else t
+    blocks = cfg.n_layers * (cfg.n_layers + 1) // 2  # Σ over l of L − l
+    return float(runs * blocks * t * per_token)
+
+
+def check_work(net: Transformer, target: str, t: int) -> None:
+    """PatchError `patch_too_large` when the grid of `target` on t tokens would take over MAX_WORK."""
+    if work(net, target, t) <= MAX_WORK:
+        return
+    fits = next((n for n in range(t - 1, 0, -1) if work(net, target, n) <= MAX_WORK), 1)
+    other = " or target heads" if target == "residual" and work(net, "heads", t) <= MAX_WORK else ""
+    raise PatchError("patch_too_large", "clean", f"a {target} grid on {t} tokens would take about "
+                     f"{work(net, target, t):.2g} multiply-adds, more than the {MAX_WORK:.2g} one request may use "
+                     f"here; shorten both texts to at most {fits} tokens{other}", tokens=t, max_tokens=fits)
+
+
 def _chunks(n: int, size: int) -> list[range]:
     return [range(i, min(i + size, n)) for i in range(0, n, size)]
 
@@ -218,6 +248,7 @@ def patch(model: LoadedModel, clean: Encoded, corrupted: Encoded, target: str,
                          f"change the corrupted text to {n} tokens", clean=n, corrupted=m)
     ids = checked_answer(model, answer)
     net = model.net
+    check_work(net, target, n)
     masks = net.layer_masks(n, model.device)
     clean_run, corrupted_run = _record(model, clean, masks), _record(model, corrupted, masks)
     if ids is not None:

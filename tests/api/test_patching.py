@@ -71,6 +71,11 @@ def test_refusals(client, local_client):
     assert encoder["type"] == "answer_not_allowed" and encoder["loc"] == ["body", "answer"]
     same = error_of(post(client, clean=CLEAN, corrupted=CLEAN), 422)
     assert same["type"] == "metric_unchanged"
+    # MiniLM's residual grid fits up to 128 tokens ([CLS] + 127 words + [SEP] is 129); its heads grid still fits
+    long_clean, long_corrupted = " ".join(["cat"] * 127), " ".join(["cat"] * 126 + ["dog"])
+    large = error_of(post(client, clean=long_clean, corrupted=long_corrupted, target="residual"), 422)
+    assert large["type"] == "patch_too_large" and large["ctx"] == {"tokens": 129, "max_tokens": 128}
+    assert "at most 128 tokens or target heads" in large["msg"]
     missing = error_of(post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2"), 422)
     assert missing["type"] == "answer_missing"
     bad_id = error_of(post(local_client, clean=CLEAN, corrupted=CORRUPTED, model="tiny-gpt2", answer=[328, 370]), 422)

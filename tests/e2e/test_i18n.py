@@ -31,6 +31,7 @@ PAGES = {
     "induction": "/induction",
     "seq2seq": "/seq2seq",
     "cost": "/cost",
+    "corpus (none served)": "/corpus",
     "docs": "/docs",
 }
 
@@ -50,6 +51,8 @@ def wait_ready(page: Page, path: str) -> None:
         expect(page.locator("#flash-walk")).to_have_attribute("aria-busy", "false")
     elif path == "/docs":
         expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
+    elif path == "/corpus":  # how to build and serve an index (tests/e2e/test_corpus.py: a served one)
+        expect(page.locator("#corpus-none h1")).not_to_be_empty()
     else:
         expect(page.locator("#intro")).to_be_visible()
 
@@ -98,7 +101,7 @@ def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins
 
 @pytest.mark.parametrize("name", ["explorer (intro)", "explorer", "compare (intro)", "compare", "steps", "toy", "flash",
                                   "positions", "iris", "induction", "seq2seq", "cost",
-                                  "docs"])
+                                  "corpus (none served)", "docs"])
 def test_no_page_scrolls_sideways_on_a_phone(page: Page, name: str):
     page.set_viewport_size({"width": 390, "height": 800})
     path = PAGES[name]
