@@ -13,7 +13,7 @@ alignment share of at least 0.8 at the end. The machine may be shared: the CPU s
 what a quiet machine's wall clock would show, so the time goal is judged on them, with the wall seconds, the
 steps per second and the load average (os.getloadavg, 1 minute, at the end of the run) beside them.
 
-    .venv/bin/python -m bench.seq2seq [SEEDS]
+    .venv/bin/python -m bench.seq2seq [SEEDS [FIRST]]     (seeds FIRST .. FIRST + SEEDS - 1; FIRST 0)
 """
 
 from __future__ import annotations
@@ -98,13 +98,13 @@ def meets(run: Run) -> bool:
     return run.reached is not None and run.reached[2] <= GOAL_S and share is not None and share >= SHARE_GOAL
 
 
-def run(seeds: int = SEEDS) -> str:
+def run(seeds: int = SEEDS, first: int = 0) -> str:
     from app.jobs.threads import one_intra_op_thread
     from model.lab.seq2seq import Seq2SeqConfig
 
     one_intra_op_thread()
     reverse_rows, dates_rows = [], []
-    for seed in range(seeds):
+    for seed in range(first, first + seeds):
         config = Seq2SeqConfig(task="reverse", seed=seed)
         attended = train(config)
         bottleneck = train(replace(config, attention=False, steps=config.steps * 4), cpu_budget_s=attended.cpu_s)
@@ -131,4 +131,4 @@ def run(seeds: int = SEEDS) -> str:
 
 
 if __name__ == "__main__":
-    run(int(sys.argv[1]) if len(sys.argv) > 1 else SEEDS)
+    run(*(int(a) for a in sys.argv[1:3]))

@@ -16,7 +16,7 @@ import { renderFigure } from './views/plot.js';
 
 const TRAIN = '/api/v1/labs/seq2seq/train';
 // The lab's defaults and limits (model/lab/seq2seq.py; the server checks them again).
-const DEFAULTS = Object.freeze({ task: 'reverse', steps: 1000, lr: 0.002, batch: 64, hidden: 96, seed: 0, both: true, job: null, plain: null });
+const DEFAULTS = Object.freeze({ task: 'reverse', steps: 1500, lr: 0.002, batch: 64, hidden: 96, seed: 0, both: true, job: null, plain: null });
 const LIMITS = Object.freeze({ steps: [1, 20000], batch: [1, 256], hidden: [4, 256], seed: [0, 2147483647], lr: [0, 0.1] });
 const WHOLE = ['steps', 'batch', 'hidden', 'seed'];
 const TASKS = ['reverse', 'dates'];
