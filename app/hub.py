@@ -16,7 +16,7 @@ import torch
 from model.checkpoints import LoadedModel, ModelSpec, load
 from model.checkpoints.registry import MODELS
 from model.checkpoints.tokenizer import Encoded
-from model.errors import CheckpointError, DeviceError, UnknownModel
+from model.errors import CheckpointError, DeviceError, Stopped, UnknownModel
 from model.maps import AttentionMaps, pick_heads, pool
 from model.nets.edit import Edit
 
@@ -173,13 +173,18 @@ class ModelHub:
             )
         self.default = default_model
 
-    def run(self, fn: Callable[..., T], *args: Any, gone: Callable[[], bool] | None = None) -> T:
+    def run(self, fn: Callable[..., T], *args: Any, gone: Callable[[], bool] | None = None,
+            stoppable: bool = False) -> T:
         """Run model work on the worker thread and wait for its result.
 
         `gone` tells whether the client has left; work queued for a client that
-        left before it started is dropped (ClientGone) instead of computed.
+        left before it started is dropped (ClientGone) instead of computed. With
+        `stoppable`, fn also gets `stop=` a callable that turns True once the client
+        has left while fn runs; fn checks it between its pieces of work and raises
+        model.errors.Stopped, and the job counts as dropped too.
         """
-        job = self._worker.submit(fn, *args)
+        stop = threading.Event() if stoppable else None
+        job = self._worker.submit(fn, *args, **({"stop": stop.is_set} if stop is not None else {}))
         with self._stats_lock:
             self.stats["queued"] += 1
         try:
@@ -187,10 +192,17 @@ class ModelHub:
                 try:
                     return job.result(timeout=0.1 if gone else None)
                 except FutureTimeout:
-                    if gone is not None and gone() and job.cancel():
-                        with self._stats_lock:
-                            self.stats["dropped"] += 1
-                        raise ClientGone() from None
+                    if gone is not None and gone():
+                        if job.cancel():
+                            with self._stats_lock:
+                                self.stats["dropped"] += 1
+                            raise ClientGone() from None
+                        if stop is not None:
+                            stop.set()
+                except Stopped:
+                    with self._stats_lock:
+                        self.stats["dropped"] += 1
+                    raise ClientGone() from None
         finally:
             with self._stats_lock:
                 self.stats["queued"] -= 1

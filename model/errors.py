@@ -191,3 +191,7 @@ class CheckpointError(RuntimeError):
 
 class DeviceError(ValueError):
     """A device the models cannot run on here; the message says which to use."""
+
+
+class Stopped(Exception):
+    """Model work given a `stop` callable ended early because it returned True (its client left)."""

@@ -63,7 +63,8 @@ TokenBody = Annotated[TokenRequest, Body(openapi_examples=openapi_examples(Token
 def attribute(req: AttributionBody, hub: Hub, gone: ClientLeft) -> AttributionResponse:
     spec, model = hub.get(req.model)
     encoded = model.tokenizer.encode(req.text)
-    found = hub.run(attribution.attribute, model, encoded, req.target, req.method, req.steps, gone=gone)
+    found = hub.run(attribution.attribute, model, encoded, req.target, req.method, req.steps, gone=gone,
+                    stoppable=True)
     completeness = None
     if found.completeness is not None:
         error = found.completeness.relative_error

@@ -52,7 +52,7 @@ RULES = "; ".join(f"`{kind}`: {what}" for kind, (_, what) in patching.PATCH_RULE
 def patch(req: PatchBody, hub: Hub, gone: ClientLeft) -> Response:
     spec, model = hub.get(req.model)
     clean, corrupted = model.tokenizer.encode(req.clean), model.tokenizer.encode(req.corrupted)
-    found = hub.run(patching.patch, model, clean, corrupted, req.target, req.answer, gone=gone)
+    found = hub.run(patching.patch, model, clean, corrupted, req.target, req.answer, gone=gone, stoppable=True)
     answer = None
     if found.answer is not None:
         answer = [PatchAnswer(id=i, token=model.tokenizer.token_text(i)[0], display=model.tokenizer.token_text(i)[1])

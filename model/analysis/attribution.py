@@ -51,7 +51,7 @@ from model.analysis import study
 from model.checkpoints.bert import CheckpointEmbeddings
 from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.tokenizer import Encoded
-from model.errors import InputError
+from model.errors import InputError, Stopped
 from model.nets.transformer import Embeddings, Transformer
 from model.trace import widen
 
@@ -242,14 +242,16 @@ def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def along_path(f: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor, baseline: torch.Tensor,
-               alphas: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+               alphas: np.ndarray, stop: Callable[[], bool] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """f and its gradient at baseline + α (inputs − baseline) for every α: (S,) and (S, T, E), float64, in
-    passes of at most ROWS_PER_PASS interpolated tokens."""
+    passes of at most ROWS_PER_PASS interpolated tokens. Stopped before a pass when `stop()` is True."""
     t = inputs.shape[1]
     per_pass = max(1, ROWS_PER_PASS // t)
     values, gradients = [], []
     with torch.inference_mode(False), torch.enable_grad():
         for start in range(0, len(alphas), per_pass):
+            if stop is not None and stop():
+                raise Stopped()
             a = torch.tensor(alphas[start:start + per_pass], dtype=inputs.dtype, device=inputs.device)  # (S,)
             words = (baseline + a[:, None, None] * (inputs - baseline)).requires_grad_(True)  # (S, T, E)
             out = f(words)  # (S,)
@@ -285,7 +287,7 @@ def compared_scores(model: LoadedModel, encoded: Encoded, rows: str) -> dict[str
 
 
 def attribute(model: LoadedModel, encoded: Encoded, target: int | str, method: str = "integrated_gradients",
-              steps: int = DEFAULT_STEPS) -> Attribution:
+              steps: int = DEFAULT_STEPS, stop: Callable[[], bool] | None = None) -> Attribution:
     """Attributions of one input's tokens to f (the module's docstring), beside attention, rollout and
     contributions, with each one's Spearman ρ against the method's absolute scores.
 
@@ -308,7 +310,7 @@ def attribute(model: LoadedModel, encoded: Encoded, target: int | str, method: s
         alphas = np.concatenate([nodes, [1.0, 0.0]])  # f(x) and f(baseline) ride in the same passes
     else:
         alphas, weights = np.array([1.0, 0.0]), np.zeros(0)
-    values, gradients = along_path(f, inputs, baseline, alphas)  # (S,), (S, T, E)
+    values, gradients = along_path(f, inputs, baseline, alphas, stop)  # (S,), (S, T, E)
     x, b = widen(inputs[0]).double().cpu(), widen(baseline[0]).double().cpu()  # (T, E)
     output, baseline_output = float(values[-2]), float(values[-1])
     completeness = None

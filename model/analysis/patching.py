@@ -34,7 +34,8 @@ MultiHeadAttention.output, so the network's forward is unchanged. A grid is L·H
 runs: measured for MiniLM on one thread of this 2-core machine (CPU seconds, the machine shared): 13 tokens 0.17 s
 (heads) and 0.18 s (residual); 128 tokens 1.5 s (heads) and 16 s (residual, 768 runs).
 
-A grid holds the model worker until it is done (a client that leaves does not stop it), so its size is bounded:
+A grid holds the model worker while it runs (it stops between patched batches once `stop()` says the client has
+left), so its size is bounded too:
 `work` estimates a grid's multiply-adds, and a grid above MAX_WORK (MiniLM's residual grid at 128 tokens, the
 16 s above) is refused (PatchError `patch_too_large`, with the most tokens that fit this model and target).
 MiniLM's heads grid fits at its whole limit of 512 tokens; a 12-layer, 768-wide GPT-2's heads grid up to about
@@ -51,7 +52,7 @@ import torch.nn.functional as F
 
 from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.tokenizer import Encoded
-from model.errors import RuleError
+from model.errors import RuleError, Stopped
 from model.nets.transformer import Transformer
 from model.trace import widen
 
@@ -195,14 +196,20 @@ def _chunks(n: int, size: int) -> list[range]:
     return [range(i, min(i + size, n)) for i in range(0, n, size)]
 
 
+def _go_on(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise Stopped()
+
+
 def _heads_grid(net: Transformer, clean: _Run, corrupted: _Run, masks: list[torch.Tensor | None], rows: int,
-                metric: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+                metric: Callable[[torch.Tensor], torch.Tensor], stop: Callable[[], bool] | None) -> torch.Tensor:
     n_layers, n_heads = net.cfg.n_layers, net.cfg.n_heads
     out = torch.empty(n_layers, n_heads)
     for layer in range(n_layers):
         output = net.block(layer).attention.output
         width = output.in_features // n_heads  # Dv
         for heads in _chunks(n_heads, rows):
+            _go_on(stop)
             chosen = torch.zeros(len(heads), 1, output.in_features, dtype=torch.bool, device=clean.hidden.device)
             for row, head in enumerate(heads):
                 chosen[row, 0, head * width:(head + 1) * width] = True  # (B, 1, H·Dv): this row's head
@@ -221,11 +228,12 @@ def _heads_grid(net: Transformer, clean: _Run, corrupted: _Run, masks: list[torc
 
 
 def _residual_grid(net: Transformer, clean: _Run, corrupted: _Run, masks: list[torch.Tensor | None], rows: int,
-                   metric: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+                   metric: Callable[[torch.Tensor], torch.Tensor], stop: Callable[[], bool] | None) -> torch.Tensor:
     n_layers, t = net.cfg.n_layers, clean.hidden.shape[1]
     out = torch.empty(n_layers, t)
     for layer in range(n_layers):
         for positions in _chunks(t, rows):
+            _go_on(stop)
             x = corrupted.inputs[layer].repeat(len(positions), 1, 1)  # (B, T, D)
             for row, p in enumerate(positions):
                 x[row, p] = clean.inputs[layer][0, p]
@@ -235,10 +243,10 @@ def _residual_grid(net: Transformer, clean: _Run, corrupted: _Run, masks: list[t
 
 @torch.inference_mode()
 def patch(model: LoadedModel, clean: Encoded, corrupted: Encoded, target: str,
-          answer: Sequence[int | str] | None = None) -> Patching:
+          answer: Sequence[int | str] | None = None, stop: Callable[[], bool] | None = None) -> Patching:
     """The patching grid of `target` ("heads" or "residual") from `clean` into `corrupted` (module docstring).
     PatchError for different token counts, answer tokens that do not fit the model, or metrics that do not
-    differ; ValueError for an unknown target."""
+    differ; ValueError for an unknown target. Stopped between patched batches once `stop()` is True."""
     if target not in TARGETS:
         raise ValueError(f"target {target!r} is not one of {', '.join(TARGETS)}")
     n, m = len(clean), len(corrupted)
@@ -272,5 +280,5 @@ def patch(model: LoadedModel, clean: Encoded, corrupted: Encoded, target: str,
                          clean=high, corrupted=low)
     rows = max(1, CHUNK_VALUES // (net.cfg.n_heads * n * n))
     grid_of = _heads_grid if target == "heads" else _residual_grid
-    patched = grid_of(net, clean_run, corrupted_run, masks, rows, metric)
+    patched = grid_of(net, clean_run, corrupted_run, masks, rows, metric, stop)
     return Patching(target, name, high, low, patched, (patched - low) / (high - low), ids)

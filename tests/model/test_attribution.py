@@ -15,7 +15,7 @@ import torch
 from model.analysis import attribution
 from model.checkpoints import LoadedModel, load
 from model.checkpoints.registry import minilm_dir
-from model.errors import InputError
+from model.errors import InputError, Stopped
 
 transformers = pytest.importorskip("transformers")
 
@@ -207,3 +207,19 @@ def test_refusals(minilm, gpt2):
         assert caught.value.type == kind
     with pytest.raises(ValueError, match="method"):
         attribution.attribute(minilm, encoded, TARGET_TEXT, "saliency")
+
+
+def test_a_stop_that_turns_true_ends_the_work_between_passes(minilm):
+    encoded = minilm.tokenizer.encode(" ".join([TEXT] * 6))  # 68 tokens: 130 points of the path in 3 passes
+    assert len(encoded) * 130 > 2 * attribution.ROWS_PER_PASS
+    asked = []
+
+    def stop() -> bool:  # true from the second pass on
+        asked.append(1)
+        return len(asked) > 1
+
+    with pytest.raises(Stopped):
+        attribution.attribute(minilm, encoded, TARGET_TEXT, "integrated_gradients", 128, stop=stop)
+    assert len(asked) == 2
+    done = attribution.attribute(minilm, encoded, TARGET_TEXT, "gradient_x_input", stop=lambda: False)  # one pass
+    assert len(done.scores) == len(encoded)

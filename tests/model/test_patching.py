@@ -16,6 +16,7 @@ from model.analysis import patching
 from model.analysis.patching import PatchError
 from model.checkpoints import LoadedModel, load
 from model.checkpoints.registry import minilm_dir
+from model.errors import Stopped
 
 transformers = pytest.importorskip("transformers")
 
@@ -210,3 +211,17 @@ def test_refusals(minilm, gpt2):
     assert by_text.answer == GPT2_ANSWER
     with pytest.raises(ValueError, match="target"):
         patching.patch(minilm, clean, minilm.tokenizer.encode(CORRUPTED), "neurons")
+
+
+def test_a_stop_that_turns_true_ends_the_grid_between_batches(minilm):
+    clean, corrupted = minilm.tokenizer.encode(CLEAN), minilm.tokenizer.encode(CORRUPTED)
+    asked = []
+
+    def stop() -> bool:  # true from the third batch on
+        asked.append(1)
+        return len(asked) > 2
+
+    with pytest.raises(Stopped):
+        patching.patch(minilm, clean, corrupted, "residual", stop=stop)
+    assert len(asked) == 3
+    assert patching.patch(minilm, clean, corrupted, "heads", stop=lambda: False).grid.shape == (6, 12)

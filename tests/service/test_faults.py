@@ -6,6 +6,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -66,15 +67,17 @@ def server(tmp_path_factory):
         yield s
 
 
-def send_and_leave(base: str, body: dict) -> None:
-    """Send a whole request, then close the connection without reading the answer."""
+def send_and_leave(base: str, body: dict, path: str = "/api/v1/attention?encoding=u16",
+                   stay: Callable[[], object] = lambda: None) -> None:
+    """Send a whole request, call `stay`, then close the connection without reading the answer."""
     port = int(base.rsplit(":", 1)[1])
     payload = json.dumps(body).encode()
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall(
-            b"POST /api/v1/attention?encoding=u16 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
             + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
         )
+        stay()
 
 
 def busy_then_leave(client: httpx.Client, base: str, seed: int, leavers: int = 6) -> None:
@@ -118,6 +121,25 @@ def test_queued_work_of_clients_that_left_is_dropped(server):
     r = client.post("/api/v1/attention", json={"text": "still answering", "layers": [0], "heads": [0]})
     assert r.status_code == 200
     assert settled_rss_mb(server, rss_warm * 1.1) <= rss_warm * 1.1  # flat: nothing kept for the clients that left
+    assert "Traceback" not in server.output()
+
+
+def test_a_patching_grid_already_running_stops_when_its_client_leaves(server):
+    # MiniLM's residual grid at 128 tokens, the largest one request may ask: 768 patched runs, about 16 CPU s
+    client = httpx.Client(base_url=server.base, timeout=60)
+    before = idle_jobs(client)["dropped"]
+    body = {"clean": " ".join(["cat"] * 126), "corrupted": " ".join(["cat"] * 125 + ["dog"]), "target": "residual"}
+
+    def running() -> None:  # the worker was idle, so the job runs as soon as it is queued
+        deadline = time.monotonic() + 30
+        while not client.get("/healthz").json()["jobs"]["queued"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    send_and_leave(server.base, body, "/api/v1/patch", stay=running)
+    jobs = idle_jobs(client)
+    assert jobs["queued"] == 0 and jobs["dropped"] == before + 1  # stopped, not finished for nobody
+    r = client.post("/api/v1/patch", json={**body, "clean": "The cat sat.", "corrupted": "The dog sat."})
+    assert r.status_code == 200
     assert "Traceback" not in server.output()
 
 
