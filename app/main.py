@@ -40,6 +40,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         app.state.jobs.close()  # running trainings stop before their next batch
         app.state.hub.close()
+        if app.state.corpus is not None:
+            app.state.corpus.close()
 
     app = FastAPI(
         title="attnscope",

@@ -44,9 +44,11 @@ function showForm(state) {
   fillSelect(els.head, range(info.n_heads).map(String), state.head);
   els.by.value = state.by;
   els.order.value = state.lowest ? 'lowest' : 'highest';
-  els.k.value = String(state.k);
-  els.query.value = state.query ?? '';
-  els.key.value = state.key ?? '';
+  // A box being typed in keeps what is typed (the first answers may arrive while someone types a pattern).
+  const keep = (input, value) => { if (document.activeElement !== input) input.value = value; };
+  keep(els.k, String(state.k));
+  keep(els.query, state.query ?? '');
+  keep(els.key, state.key ?? '');
   els.clear.hidden = state.query === null;
   els.x.value = state.x;
   els.y.value = state.y;
