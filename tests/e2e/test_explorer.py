@@ -281,7 +281,7 @@ def test_too_many_tokens_keeps_the_last_good_result(page: Page, api, browser_log
     expect_head(page, 3, 1)
 
     page.locator("#text-input").fill(too_long)
-    page.get_by_role("button", name="Run").click()
+    page.get_by_role("button", name="Run", exact=True).click()
 
     status = page.locator("#status")
     count = response.json()["errors"][0]["ctx"]["count"]
