@@ -24,6 +24,7 @@ from model.corpus.query import Corpus, CorpusError, HeadPoint, Pair, TopText
 from model.errors import CheckpointError, DeviceError, IndexOutOfRange, UnknownModel
 
 from . import progress
+from .commands import _positive
 
 if TYPE_CHECKING:
     from model.corpus.index import IndexReport
@@ -87,16 +88,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     heads.add_argument("--x", required=True, metavar="METRIC")
     heads.add_argument("--y", required=True, metavar="METRIC")
     heads.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: give a whole number of at least 1")
-    return n
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

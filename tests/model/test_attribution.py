@@ -13,8 +13,6 @@ import pytest
 import torch
 
 from model.analysis import attribution
-from model.checkpoints import LoadedModel, load
-from model.checkpoints.registry import minilm_dir
 from model.errors import InputError, Stopped
 
 transformers = pytest.importorskip("transformers")
@@ -24,23 +22,6 @@ TARGET_TEXT = "A dog lay on a rug."
 GPT2_TEXT = "Hello world, attention is all you need."
 GPT2_TARGET = 100
 TOLERANCE = 1e-4  # relative to the largest attribution's size
-
-
-@pytest.fixture(scope="module")
-def gpt2(checkpoint_dirs) -> LoadedModel:
-    return load(checkpoint_dirs["gpt2"])
-
-
-@pytest.fixture(scope="module")
-def bert_reference():
-    return transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager",
-                                                  add_pooling_layer=False).eval()
-
-
-@pytest.fixture(scope="module")
-def gpt2_reference(checkpoint_dirs):
-    return transformers.GPT2LMHeadModel.from_pretrained(str(checkpoint_dirs["gpt2"]),
-                                                        attn_implementation="eager").eval()
 
 
 def bert_f(reference, ids: list[int], target_ids: list[int]):

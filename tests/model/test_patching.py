@@ -14,8 +14,6 @@ import torch
 
 from model.analysis import patching
 from model.analysis.patching import PatchError
-from model.checkpoints import LoadedModel, load
-from model.checkpoints.registry import minilm_dir
 from model.errors import Stopped
 
 transformers = pytest.importorskip("transformers")
@@ -24,23 +22,6 @@ CLEAN, CORRUPTED = "The cat sat on the mat because it was warm.", "The dog sat o
 GPT2_CLEAN, GPT2_CORRUPTED = "The cat sat on the mat.", "The dog sat on the mat."  # they differ at position 1
 GPT2_ANSWER = (328, 326)  # " mat", " cat"
 TOLERANCE = 1e-5
-
-
-@pytest.fixture(scope="module")
-def gpt2(checkpoint_dirs) -> LoadedModel:
-    return load(checkpoint_dirs["gpt2"])
-
-
-@pytest.fixture(scope="module")
-def bert_reference():
-    return transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager",
-                                                  add_pooling_layer=False).eval()
-
-
-@pytest.fixture(scope="module")
-def gpt2_reference(checkpoint_dirs):
-    return transformers.GPT2LMHeadModel.from_pretrained(str(checkpoint_dirs["gpt2"]),
-                                                        attn_implementation="eager").eval()
 
 
 def bert_parts(reference):
