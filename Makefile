@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -qq
 
-.PHONY: run lint chromium test test-fast test-explore test-js coverage golden bench clean
+.PHONY: run lint chromium test test-all test-fast test-explore test-js coverage golden bench clean
 
 # The browser tests drive Debian's Chromium; `make test` installs it when it is missing (as root), or says how.
 CHROMIUM := /usr/bin/chromium
@@ -45,15 +45,21 @@ chromium:
 	  fi; }
 	@$(CHROMIUM) --version
 
-# The whole suite: what CI runs. Two workers (pytest-xdist), each taking whole test files, so a file's
-# server and browser fixtures start once: most of the suite waits on a browser or a server process.
+# The whole suite: what CI runs, timed (the budget, 15 minutes from a clean clone on a quiet 2-core machine, and
+# what each part costs are in docs/development.md). Two workers (pytest-xdist), each taking whole test files, so
+# a file's server and browser fixtures start once: most of the suite waits on a browser or a server process.
 WORKERS ?= 2
-test: chromium $(VENV)/.test lint test-js
+test:
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-all; status=$$?; took=$$(( $$(date +%s) - start )); \
+	  echo "make test took $$((took / 60)) min $$((took % 60)) s (budget: 15 min from a clean clone, docs/development.md)"; \
+	  exit $$status
+
+test-all: chromium $(VENV)/.test lint test-js
 	$(PYTEST) -n $(WORKERS) --dist loadfile --hypothesis-profile=ci --hypothesis-seed=$(SEED)
 
 # The inner loop: unit, API and CLI tests, no browser and no server processes.
 test-fast: $(VENV)/.test
-	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED) tests/model tests/api tests/cli tests/static
+	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED) tests/model tests/api tests/cli tests/static tests/test_suite.py
 
 # The pure front-end modules (static/js/figures, the URL and error helpers) under Node's own test runner.
 test-js:

@@ -217,7 +217,6 @@ def test_kv_heads_must_divide_heads(client):
 
 @pytest.fixture(scope="module")
 def llama_client(llama_dirs):
-    pytest.importorskip("transformers")
     from fastapi.testclient import TestClient
 
     from app.main import create_app

@@ -10,10 +10,9 @@ import os
 import httpx
 import pytest
 import torch
+import transformers
 
 from bench.common import Server
-
-transformers = pytest.importorskip("transformers")
 
 PROMPT = "Hello world, attention is"
 

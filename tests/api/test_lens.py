@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 
 from app.schemas.analysis import LensRequest
-
-transformers = pytest.importorskip("transformers")
 
 TEXT = "Hello world, attention is all you need."
 TOLERANCE = 1e-5

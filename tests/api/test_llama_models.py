@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import transformers
 from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
 from tests.api.test_compact import decode_f32_trace
-
-transformers = pytest.importorskip("transformers")
 
 TEXT = "Hello world, attention is all you need."
 SERVED = ("llama", "mistral", "qwen3", "gemma2")  # GQA with llama3 RoPE, a sliding window, q/k norms, soft-caps

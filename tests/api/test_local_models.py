@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import transformers
 from fastapi.testclient import TestClient
 
 from app.hub import StartupError
@@ -12,8 +13,6 @@ from app.main import create_app
 from app.settings import Settings
 
 from .test_compact import decode_u16
-
-transformers = pytest.importorskip("transformers")
 
 ENGLISH = "The cat sat on the mat."
 GPT2_TEXT = "Hello world, attention is all you need."

@@ -14,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 
 import attnscope
 from attnscope import cli
 from attnscope.output import atomic
 
 from .conftest import hf_maps
-
-pytest.importorskip("transformers")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-5
@@ -150,7 +149,6 @@ def test_a_file_to_json_with_chosen_layers_and_heads(sentences, tmp_path):
     answer = json.loads(out.read_text(encoding="utf-8"))
     assert (answer["model"], answer["layers"], answer["heads"]) == ("minilm", [5, 0], [3, 11])
     minilm = attnscope.load()
-    transformers = pytest.importorskip("transformers")
     from model.checkpoints.registry import minilm_dir
 
     reference = (transformers.AutoTokenizer.from_pretrained(str(minilm_dir())),

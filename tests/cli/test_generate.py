@@ -8,13 +8,12 @@ import json
 import numpy as np
 import pytest
 import torch
+import transformers
 
 import attnscope
 from tests.model.test_dtype import BF16
 
 from .test_commands import attnscope_cli, in_process
-
-transformers = pytest.importorskip("transformers")
 
 PROMPT = "Hello world, attention is"
 

@@ -16,8 +16,6 @@ from ..checkpoints import hub_cache
 from ..model.test_hf_cache import refuse_network
 from .test_commands import in_process
 
-pytest.importorskip("transformers")
-
 COMMIT = "3" * 40
 
 

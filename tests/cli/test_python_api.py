@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 
 import attnscope
 from model.checkpoints.registry import minilm_dir
 
 from .conftest import hf_maps
-
-transformers = pytest.importorskip("transformers")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-5

@@ -18,13 +18,13 @@ def gpt2(checkpoint_dirs) -> LoadedModel:
 
 @pytest.fixture(scope="module")
 def bert_reference():
-    transformers = pytest.importorskip("transformers")
+    import transformers
     return transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager",
                                                   add_pooling_layer=False).eval()
 
 
 @pytest.fixture(scope="module")
 def gpt2_reference(checkpoint_dirs):
-    transformers = pytest.importorskip("transformers")
+    import transformers
     return transformers.GPT2LMHeadModel.from_pretrained(str(checkpoint_dirs["gpt2"]),
                                                         attn_implementation="eager").eval()

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 
 from model.checkpoints import load
 from model.errors import CheckpointError
 
 from ..checkpoints import KINDS, SIZES, make_tokenizer
-
-transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
 

@@ -15,8 +15,6 @@ import torch
 from model.analysis import attribution
 from model.errors import InputError, Stopped
 
-transformers = pytest.importorskip("transformers")
-
 TEXT = "The cat sat on the mat because it was warm."
 TARGET_TEXT = "A dog lay on a rug."
 GPT2_TEXT = "Hello world, attention is all you need."

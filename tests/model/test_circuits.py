@@ -7,12 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import transformers
 
 from model.analysis import circuits, study
 from model.checkpoints import load
 from model.checkpoints.registry import minilm_dir
-
-transformers = pytest.importorskip("transformers")
 
 
 def scores_by_loops(maps: np.ndarray, start: int, half: int) -> tuple[np.ndarray, np.ndarray]:

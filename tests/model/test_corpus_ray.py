@@ -21,7 +21,7 @@ def table(directory, name: str) -> pa.Table:
 
 
 def test_the_ray_engine_writes_the_local_index(tmp_path, minilm):
-    ray = pytest.importorskip("ray")
+    import ray
     lines = sentences(40, seed=5)
     lines[7] = ""
     corpus = tmp_path / "corpus.txt"

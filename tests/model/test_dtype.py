@@ -15,12 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import transformers
 
 from model.checkpoints import check_dtype, load
 from model.errors import DeviceError
 from tests.checkpoints import LLAMA_KINDS
-
-transformers = pytest.importorskip("transformers")
 
 TEXT = "Hello world, attention is all you need. The cat sat on the mat."
 KINDS = (*LLAMA_KINDS, "gpt2", "bert")

@@ -14,14 +14,13 @@ import shutil
 
 import pytest
 import torch
+import transformers
 
 from model.analysis.generate import GenerateError, Generation, Sampling, sampling_distribution
 from model.checkpoints import load
 from model.nets.cache import KVCache
 
 from ..checkpoints import LLAMA_KINDS
-
-transformers = pytest.importorskip("transformers")
 
 KINDS = ("gpt2", *LLAMA_KINDS)
 TOLERANCE = 1e-5

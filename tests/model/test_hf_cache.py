@@ -17,8 +17,6 @@ from model.errors import CheckpointError, UnknownModel
 
 from ..checkpoints import hub_cache
 
-pytest.importorskip("transformers")
-
 OLD, NEW = "1" * 40, "2" * 40  # two commits of the same repo
 
 

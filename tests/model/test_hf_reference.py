@@ -4,11 +4,10 @@ import copy
 
 import pytest
 import torch
+import transformers
 
 from model.checkpoints.registry import minilm_dir
 from model.trace import Trace
-
-transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
 

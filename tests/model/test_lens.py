@@ -11,12 +11,11 @@ import copy
 
 import pytest
 import torch
+import transformers
 
 from model.analysis.lens import EMBEDDINGS, MAX_TOP_K, PositionOutOfRange, checked_position, logit_lens
 from model.checkpoints import LoadedModel, load
 from model.errors import IndexOutOfRange
-
-transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
 TEXTS = {

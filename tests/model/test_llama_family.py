@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 
 from model.analysis.lens import residual_streams
 from model.checkpoints import load
@@ -25,8 +26,6 @@ from model.nets.positions import rope_half, rope_inverse_frequencies
 
 from ..checkpoints import LLAMA_KINDS, LLAMA_SETTINGS
 from .test_architectures import off
-
-transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
 TEXTS = {

@@ -16,8 +16,6 @@ from model.analysis import patching
 from model.analysis.patching import PatchError
 from model.errors import Stopped
 
-transformers = pytest.importorskip("transformers")
-
 CLEAN, CORRUPTED = "The cat sat on the mat because it was warm.", "The dog sat on the rug because it was cold."
 GPT2_CLEAN, GPT2_CORRUPTED = "The cat sat on the mat.", "The dog sat on the mat."  # they differ at position 1
 GPT2_ANSWER = (328, 326)  # " mat", " cat"

@@ -15,8 +15,6 @@ from bench.common import ROOT, free_port
 
 from ..checkpoints import hub_cache, make_checkpoint
 
-pytest.importorskip("transformers")
-
 
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory):
