@@ -104,15 +104,28 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
+VIEWPORT = {"width": 1440, "height": 1000}
+
+
 @pytest.fixture(scope="session")
-def browser_context_args(browser_context_args: dict) -> dict:
-    return {**browser_context_args, "viewport": {"width": 1440, "height": 1000}}
+def open_context(playwright, browser_type_launch_args: dict, tmp_path_factory: pytest.TempPathFactory):
+    """Opens a Chromium whose relative URLs go to `base_url`, with a profile of its own on disk; the caller
+    closes it. On disk, not in memory as a browser.new_context() is, because only a profile on disk keeps
+    V8's code cache: from a page's third load on, plotly.js (4.8 MB) starts from compiled code, and /learn loads
+    in 0.3 s instead of 1.3 s (measured here, a page of the suite opening about every 3 s)."""
+
+    def open_(base_url: str):
+        profile = tmp_path_factory.mktemp("chromium-profile")
+        return playwright.chromium.launch_persistent_context(
+            str(profile), **browser_type_launch_args, base_url=base_url, viewport=VIEWPORT)
+
+    return open_
 
 
 def forget_storage(context) -> None:
     """Clears what a page can keep in the browser besides its HTTP cache (the language choice lives in
-    localStorage), so each test starts as a first visit. The cache stays: plotly.js (3.6 MB) is fetched and
-    compiled once per context instead of once per test."""
+    localStorage), so each test starts as a first visit. The cache stays: plotly.js is fetched and compiled
+    once per context instead of once per test."""
     context.clear_cookies()
     for open_page in context.pages:
         if open_page.url.startswith("http"):
@@ -120,9 +133,9 @@ def forget_storage(context) -> None:
 
 
 @pytest.fixture(scope="session")
-def shared_context(browser, browser_context_args: dict):
-    """One browser context for every test of the default server: tests get a fresh page in it."""
-    context = browser.new_context(**browser_context_args)
+def shared_context(open_context, live_server: str):
+    """One browser for every test of the default server: tests get a fresh page in it."""
+    context = open_context(live_server)
     yield context
     context.close()
 

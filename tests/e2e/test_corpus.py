@@ -39,8 +39,8 @@ def live_server(corpus_server) -> str:
 
 
 @pytest.fixture(scope="module")
-def corpus_context(browser, corpus_server):
-    context = browser.new_context(base_url=corpus_server, viewport={"width": 1440, "height": 1000})
+def corpus_context(open_context, corpus_server):
+    context = open_context(corpus_server)
     yield context
     context.close()
 

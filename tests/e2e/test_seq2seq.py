@@ -103,7 +103,8 @@ def test_both_runs_are_drawn_and_stated_from_their_own_numbers(page: Page, api):
 
 
 def test_stop_ends_both_trainings(page: Page, api):
-    job, plain = train(page, "?steps=20000&hidden=8&batch=8", phase="running")
+    # 3000 steps: the page evaluates every 100 (steps / 30), so the second point comes soon, long before the end
+    job, plain = train(page, "?steps=3000&hidden=8&batch=8", phase="running")
     wait_until(page, "() => document.getElementById('plot-loss').data[0].x.length >= 2", timeout=TRAINING)
     page.locator("#seq2seq-stop").click()
     expect(page.locator("#results")).to_have_attribute("data-run", "cancelled", timeout=TRAINING)

@@ -371,7 +371,7 @@ def test_a_blank_sentence_is_said_in_the_pages_words(page: Page, api):
 # ---- long inputs: drawn through windows ---------------------------------------------------------
 
 LONG_QUERY = 300
-VIEWPORT_HEIGHT = 1000  # conftest's browser_context_args
+VIEWPORT_HEIGHT = 1000  # conftest.py VIEWPORT
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,9 @@ def live_server(local_models_server) -> str:
 
 
 @pytest.fixture(scope="session")
-def local_context(browser, local_models_server):
-    """One browser context whose relative URLs open on the local-models server (the session's base_url and
-    browser_context_args are the default server's)."""
-    context = browser.new_context(base_url=local_models_server.base, viewport={"width": 1440, "height": 1000})
+def local_context(open_context, local_models_server):
+    """One browser whose relative URLs open on the local-models server (../conftest.py open_context)."""
+    context = open_context(local_models_server.base)
     yield context
     context.close()
 

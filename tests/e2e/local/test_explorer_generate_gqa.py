@@ -40,8 +40,8 @@ def live_server(gqa_server) -> str:
 
 
 @pytest.fixture(scope="module")
-def context(browser, gqa_server):
-    context = browser.new_context(base_url=gqa_server.base, viewport={"width": 1440, "height": 1000})
+def context(open_context, gqa_server):
+    context = open_context(gqa_server.base)
     yield context
     context.close()
 

@@ -43,8 +43,8 @@ def live_server(llama_server) -> str:
 
 
 @pytest.fixture(scope="module")
-def context(browser, llama_server):
-    context = browser.new_context(base_url=llama_server.base, viewport={"width": 1440, "height": 1000})
+def context(open_context, llama_server):
+    context = open_context(llama_server.base)
     yield context
     context.close()
 
