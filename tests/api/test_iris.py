@@ -369,20 +369,28 @@ def test_a_job_whose_training_process_died_ends_with_an_error_and_frees_its_plac
         jobs.close()
 
 
-def test_job_threads_leave_the_process_torch_threads_alone():
+@pytest.fixture
+def two_threads():
+    """The process at two intra-op threads (the suite runs at one, tests/conftest.py), so that a job thread's
+    one can be told from the process's; restored afterwards."""
     before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield 2
+    torch.set_num_threads(before)
+
+
+def test_job_threads_leave_the_process_torch_threads_alone(two_threads):
     jobs = JobRegistry()
     wait_finished(jobs.start(IRIS, TrainConfig(epochs=1)))
     seen = []
     fresh = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
     fresh.start()
     fresh.join()
-    assert torch.get_num_threads() == before and seen == [before]
+    assert torch.get_num_threads() == two_threads and seen == [two_threads]
 
 
-def test_a_job_thread_runs_torch_with_one_thread():
+def test_a_job_thread_runs_torch_with_one_thread(two_threads):
     """What app/jobs/threads.py does first on each job thread: one intra-op thread there, nowhere else."""
-    before = torch.get_num_threads()
     seen = []
 
     def job_thread():
@@ -393,4 +401,4 @@ def test_a_job_thread_runs_torch_with_one_thread():
     thread.start()
     thread.join()
     assert seen == [True, 1]
-    assert torch.get_num_threads() == before
+    assert torch.get_num_threads() == two_threads
