@@ -7,8 +7,9 @@ PIP := $(PY) -m pip install -qq
 
 .PHONY: run lint chromium test test-all test-fast test-explore test-js coverage golden bench clean
 
-# The browser tests drive Debian's Chromium; `make test` installs it when it is missing (as root), or says how.
-CHROMIUM := /usr/bin/chromium
+# The browser tests drive Debian's Chromium headless shell (bench/common.py); `make test` installs it when it is
+# missing (as root), or says how.
+CHROMIUM := /usr/bin/chromium-headless-shell
 # Property tests draw from a seed fixed per commit (printed in pytest's header), so a commit passes or fails
 # the same way on every machine; `make test-explore` draws afresh with many more examples.
 SEED := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo 0)
@@ -24,9 +25,10 @@ $(VENV)/.app: $(VENV)/.torch pyproject.toml
 	$(PIP) -e .
 	touch $@
 
-$(VENV)/.test: $(VENV)/.app pyproject.toml
+# The test extra installs the app too: one pip run on a clean clone, not two.
+$(VENV)/.test: $(VENV)/.torch pyproject.toml
 	$(PIP) -e '.[test]'
-	touch $@
+	touch $@ $(VENV)/.app
 
 run: $(VENV)/.app
 	$(VENV)/bin/attnscope serve
@@ -39,9 +41,9 @@ lint: $(VENV)/.test
 chromium:
 	@test -x $(CHROMIUM) || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; \
 	  else \
-	    echo "make test needs Debian's Chromium at $(CHROMIUM): run  sudo apt-get install -y chromium"; exit 1; \
+	    echo "make test needs Debian's Chromium headless shell at $(CHROMIUM): run  sudo apt-get install -y chromium-headless-shell"; exit 1; \
 	  fi; }
 	@$(CHROMIUM) --version
 
