@@ -88,7 +88,7 @@ def local_models_server(checkpoint_dirs: dict[str, Path]):
 
 @pytest.fixture(scope="session")
 def base_url(live_server: str) -> str:
-    """pytest-playwright opens relative URLs (page.goto('/?text=…')) against this."""
+    """The default server's address (relative URLs open against it too: shared_context's base_url)."""
     return live_server
 
 
@@ -111,8 +111,8 @@ VIEWPORT = {"width": 1440, "height": 1000}
 def open_context(playwright, browser_type_launch_args: dict, tmp_path_factory: pytest.TempPathFactory):
     """Opens a Chromium whose relative URLs go to `base_url`, with a profile of its own on disk; the caller
     closes it. On disk, not in memory as a browser.new_context() is, because only a profile on disk keeps
-    V8's code cache: from a page's third load on, plotly.js (4.8 MB) starts from compiled code, and /learn loads
-    in 0.3 s instead of 1.3 s (measured here, a page of the suite opening about every 3 s)."""
+    V8's code cache: from a page's third load on, plotly.js (4.8 MB) starts from compiled code, and a new page of
+    /learn loads in 0.3 s instead of 1.3 s (measured here, with each test opening one or more new pages)."""
 
     def open_(base_url: str):
         profile = tmp_path_factory.mktemp("chromium-profile")
