@@ -26,16 +26,22 @@ def test_no_test_skips_on_a_missing_import():
     assert found == []
 
 
-def test_a_missing_dependency_fails_the_suite(tmp_path):
-    """transformers blocked (as a broken install leaves it): pytest refuses to start, naming it, where a skip
-    would have passed. A plugin loaded with -p runs before the suite's conftest."""
-    (tmp_path / "no_transformers.py").write_text("import sys\nsys.modules['transformers'] = None\n")
+def collect_with_plugin(tmp_path: Path, plugin: str) -> subprocess.CompletedProcess:
+    """pytest collecting a file that imports transformers, with `plugin` (Python source) loaded by -p first: before
+    the suite's conftest, as an install would leave the modules."""
+    (tmp_path / "install_state.py").write_text(plugin)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no_transformers", "-p", "no:cacheprovider", "--collect-only", "-q",
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "install_state", "-p", "no:cacheprovider", "--collect-only", "-q",
          "tests/model/test_hf_reference.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
+
+
+def test_a_missing_dependency_fails_the_suite(tmp_path):
+    """transformers blocked (as a broken install leaves it): pytest refuses to start, naming it, where a skip
+    would have passed."""
+    run = collect_with_plugin(tmp_path, "import sys\nsys.modules['transformers'] = None\n")
     assert run.returncode != 0
     assert "the test suite needs transformers (module transformers)" in run.stderr + run.stdout
 
@@ -43,8 +49,8 @@ def test_a_missing_dependency_fails_the_suite(tmp_path):
 def test_a_file_that_needs_a_missing_dependency_errors_and_is_not_skipped(tmp_path):
     """Past the session's check (a module found but failing to import, as a half-installed package does), the
     file's own plain import makes its collection an error, never a skip."""
-    (tmp_path / "broken_transformers.py").write_text(
-        "import importlib.abc, sys\n"
+    run = collect_with_plugin(tmp_path, (
+        "import importlib.abc, importlib.util, sys\n"
         "class Broken(importlib.abc.MetaPathFinder, importlib.abc.Loader):\n"
         "    def find_spec(self, name, path=None, target=None):\n"
         "        if name == 'transformers':\n"
@@ -53,15 +59,8 @@ def test_a_file_that_needs_a_missing_dependency_errors_and_is_not_skipped(tmp_pa
         "        raise ImportError('transformers is broken')\n"
         "    def exec_module(self, module):\n"
         "        pass\n"
-        "import importlib.util\n"
         "sys.meta_path.insert(0, Broken())\n"
-    )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "broken_transformers", "-p", "no:cacheprovider", "--collect-only",
-         "-q", "tests/model/test_hf_reference.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )
+    ))
     assert run.returncode != 0
     assert "transformers is broken" in run.stdout + run.stderr
     assert "skipped" not in run.stdout
