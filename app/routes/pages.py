@@ -1,6 +1,7 @@
 """HTML pages. Each page reads its state from the URL in the browser and fetches
 what it shows from /api/v1 itself, so the server passes no data to the templates."""
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
@@ -184,13 +185,18 @@ def corpus(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "corpus.html")
 
 
+LEARN_CHAPTERS = 12  # static/js/learn/chapters.js lists them, in this order
 LEARN_DESCRIPTION = (
-    "Nine short chapters on attention, each around the learner's own sentence with one live view: query, key and "
-    "value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; many heads; self, "
-    "cross and masked attention; order and positions; a real model; learning; cost. `/learn` lists them, "
-    "`/learn/{chapter}` (1 to 9) shows one. The state lives in the query string: `text` (the sentence) and each "
-    "chapter's own settings; the chapters seen are kept in the browser only."
+    "Twelve short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
+    "one live view: where attention came from (the encoder-decoder bottleneck, Bahdanau's additive attention); "
+    "query, key and value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; "
+    "many heads; self, cross and masked attention; order and positions; a real model; learning; induction heads; "
+    "cost (the attention matrix, the KV cache); linear attention and FlashAttention. `/learn` lists them, "
+    f"`/learn/{{chapter}}` (1 to {LEARN_CHAPTERS}) shows one; any other chapter is a 404 page in the chosen "
+    "language that lists them. The state lives in the query string: `text` (the sentence) and each chapter's own "
+    "settings; the chapters seen are kept in the browser only."
 )
+CHAPTER_NUMBER = re.compile(r"[1-9][0-9]{0,3}")  # a chapter's number as the page's script reads it (no sign, no 0)
 
 
 @router.get(
@@ -205,7 +211,15 @@ def learn(request: Request) -> HTMLResponse:
     response_class=HTMLResponse,
     summary="One chapter of the guided path",
     description=LEARN_DESCRIPTION,
-    responses={422: {"description": "The chapter is not a whole number from 1 to 9."}},
+    responses={404: {"description": f"The chapter is not a whole number from 1 to {LEARN_CHAPTERS}: the path's page "
+                                    "with its contents and a note that says so.",
+                     "content": {"text/html": {}}}},
 )
-def learn_chapter(request: Request, chapter: Annotated[int, Path(ge=1, le=9)]) -> HTMLResponse:
-    return templates.TemplateResponse(request, "learn.html")
+def learn_chapter(
+    request: Request,
+    # read as text so that any other chapter gets the page (404), not a JSON refusal; documented as the numbers it takes
+    chapter: Annotated[str, Path(description=f"1 to {LEARN_CHAPTERS}", json_schema_extra={
+        "type": "integer", "minimum": 1, "maximum": LEARN_CHAPTERS})],
+) -> HTMLResponse:
+    found = CHAPTER_NUMBER.fullmatch(chapter) is not None and int(chapter) <= LEARN_CHAPTERS
+    return templates.TemplateResponse(request, "learn.html", status_code=200 if found else 404)

@@ -36,12 +36,14 @@ class ToyWeights(StrictRequest):
 
 
 class ToyAdditive(StrictRequest):
-    """Bahdanau parameters per head: scores_ij = v_h^T tanh(q_i W_q[h] + k_j W_k[h]) on the split q and k."""
+    """The additive (Bahdanau) scorer's own parameters per head, W, U and v (not the projections W_q, W_k):
+    scores_ij = v[h]ᵀ tanh(q_i W[h] + k_j U[h]) on the split q and k."""
 
-    w_q: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn; n_heads x d_attn "
-                                 f"at most {TOY_MAX_SIDE}.")
-    w_k: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="n_heads x d_keys x d_attn.")
-    v: ToyMatrix = Field(description="n_heads x d_attn.")
+    w_q: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="W, applied to the queries: n_heads x d_keys "
+                                 f"x d_attn; n_heads x d_attn at most {TOY_MAX_SIDE}.")
+    w_k: list[ToyMatrix] = Field(max_length=TOY_MAX_SIDE, description="U, applied to the keys: n_heads x d_keys x "
+                                 "d_attn.")
+    v: ToyMatrix = Field(description="v, which turns each tanh vector into a score: n_heads x d_attn.")
 
 
 def _check_temperature(value: float) -> float:
@@ -114,9 +116,9 @@ class ToyWeightsUsed(BaseModel):
 
 
 class ToyAdditiveUsed(BaseModel):
-    w_q: Stack
-    w_k: Stack
-    v: Matrix
+    w_q: Stack = Field(description="W (the additive scorer's weights for the queries): h x d_keys x d_attn.")
+    w_k: Stack = Field(description="U (its weights for the keys): h x d_keys x d_attn.")
+    v: Matrix = Field(description="v: h x d_attn.")
 
 
 class ToyResponse(BaseModel):
@@ -174,20 +176,24 @@ class ToyGradients(BaseModel):
     k: PerHead = Field(description="h x S x d_keys: dSᵀ · Q (before RoPE's rotation when positions is rope).")
     q_rotated: PerHead | None = Field(None, description="positions rope: the rotated q's gradient dS · K; else null.")
     k_rotated: PerHead | None = Field(None, description="positions rope: the rotated k's gradient dSᵀ · Q; else null.")
-    w_q: Matrix = Field(description="d_model x (n_heads·d_keys), in x out: Σ_t x[t]ᵀ · dq[t].")
+    w_q: Matrix = Field(description="d_model x (n_heads·d_keys), in x out: dW_q = Σ_t X_q[t]ᵀ · dQ[t] (dQ: the "
+                        "gradient of X_q W_q).")
     w_k: Matrix = Field(description="d_model x (n_heads·d_keys), in x out.")
     w_v: Matrix = Field(description="d_model x (n_heads·d_values), in x out.")
     b_q: list[float]
     b_k: list[float]
     b_v: list[float]
-    queries: Matrix = Field(description="L x d_model: dL/d the queries' inputs, dq · W_qᵀ.")
-    keys: Matrix = Field(description="S x d_model: dL/d the keys' inputs, dk · W_kᵀ.")
-    values: Matrix = Field(description="S x d_model: dL/d the values' inputs, dv · W_vᵀ.")
+    queries: Matrix = Field(description="L x d_model: dL/d the queries' inputs, dQ · W_qᵀ.")
+    keys: Matrix = Field(description="S x d_model: dL/d the keys' inputs, dK · W_kᵀ.")
+    values: Matrix = Field(description="S x d_model: dL/d the values' inputs, dV · W_vᵀ.")
     input: Matrix | None = Field(None, description="Self-attention (keys and values not sent): dL/dX, the sum "
                                  "of queries, keys and values; null otherwise.")
-    additive_w_q: Stack | None = Field(None, description="variant additive: h x d_keys x d_attn; else null.")
-    additive_w_k: Stack | None = Field(None, description="variant additive: h x d_keys x d_attn; else null.")
-    additive_v: Matrix | None = Field(None, description="variant additive: h x d_attn; else null.")
+    additive_w_q: Stack | None = Field(None, description="variant additive: dW, the gradient of the scorer's W "
+                                       "(h x d_keys x d_attn); else null.")
+    additive_w_k: Stack | None = Field(None, description="variant additive: dU, the gradient of the scorer's U "
+                                       "(h x d_keys x d_attn); else null.")
+    additive_v: Matrix | None = Field(None, description="variant additive: dv, the gradient of the scorer's v "
+                                      "(h x d_attn); else null.")
 
 
 class BackwardCheck(BaseModel):
@@ -253,8 +259,8 @@ class FlashTile(FlashTilePlace):
 
 
 class FlashBackwardTile(FlashTilePlace):
-    p: Matrix = Field(description="Br x Bc: the weights recomputed from the scores, m and l.")
-    ds: Matrix = Field(description="Br x Bc: the scores' gradient P ⊙ (dP − D).")
+    p: Matrix = Field(description="Br x Bc: the weights A (the paper's P) recomputed from the scores, m and l.")
+    ds: Matrix = Field(description="Br x Bc: the scores' gradient A ⊙ (dA − D), dA = dO·Vᵀ, D = rowsum(dO ⊙ O).")
 
 
 class FlashGradients(BaseModel):

@@ -1,7 +1,7 @@
 """Scoring and weighting variants of attention, plugged into MultiHeadAttention's steps.
 
 Scoring (the `scores` step, then the `scale` step): `scaled_dot` (q·kᵀ, scale 1/√d_keys), `dot`
-(Luong: q·kᵀ, scale 1), `additive` (Bahdanau: vᵀ tanh(q W_q + k W_k) per head, scale 1) and `linear`
+(Luong: q·kᵀ, scale 1), `additive` (Bahdanau: vᵀ tanh(q W + k U) per head, scale 1) and `linear`
 (Katharopoulos et al. 2020: the kernel φ(q)·φ(k), φ(x) = elu(x) + 1 > 0, scale 1).
 Weighting (the `softmax` step, which holds the weights actually used): `softmax`; `hard` (one-hot
 argmax of each row of the masked scores, ties to the lowest index); `sample` (one-hot drawn from
@@ -111,7 +111,8 @@ def linear_weights(masked: torch.Tensor, any_hidden: bool = True) -> torch.Tenso
 
 @dataclass(frozen=True)
 class AdditiveScore:
-    """Bahdanau scoring per head: scores[h, i, j] = v_hᵀ tanh(q_i W_q[h] + k_j W_k[h]).
+    """Bahdanau scoring per head: scores[h, i, j] = v[h]ᵀ tanh(q_i W[h] + k_j U[h]), with the scorer's own
+    parameters W (w_q), U (w_k) and v, not the layer's projections W_q, W_k.
 
     w_q, w_k: (H, Dk, A); v: (H, A), A the width of the additive layer (d_attn).
     """

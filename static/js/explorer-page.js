@@ -12,7 +12,8 @@ import { tokenLabel } from './figures/axes.js';
 import { matrixAbsMax, matrixMax } from './figures/colormap.js';
 import { attentionHeatmapFigure } from './figures/heatmap.js';
 import {
-  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, modelOf, setTitle, t,
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, modelName, modelOf, setTitle, t,
+  windowText,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
 import {
@@ -36,6 +37,7 @@ const els = {
   intro: $('intro'),
   introHeading: $('intro-heading'),
   introAfter: $('intro-after'),
+  introWindow: $('intro-window'),
   results: $('results'),
   tokens: $('tokens'),
   tokenCount: $('token-count'),
@@ -252,7 +254,10 @@ async function largeMatrix(state, kind) {
   return { matrix, unedited };
 }
 
-/** The intro names the chosen model and its size ("all-MiniLM-L6-v2", "gpt2": a name before its " (…)"). */
+/**
+ * The intro names the chosen model and its size ("all-MiniLM-L6-v2", "gpt2": a name before its " (…)"), and its
+ * sliding window when it has one (Mistral; Gemma 2's local layers).
+ */
 async function describeIntro(modelId) {
   let model = null;
   try {
@@ -261,10 +266,13 @@ async function describeIntro(modelId) {
   } catch {
     // the list could not be read: the run form says so; the intro names no model
   }
-  const name = model ? model.name.split(' (')[0] : '';
+  const name = model ? modelName(model) : '';
   els.introHeading.textContent = t('explorer.intro.heading', { model: name });
   els.intro.setAttribute('aria-label', els.introHeading.textContent);
   els.introAfter.textContent = t('explorer.intro.after', { layers: model?.n_layers ?? '?', heads: model?.n_heads ?? '?' });
+  const window = windowText(model);
+  els.introWindow.textContent = window ? t('explorer.intro.window', { window }) : '';
+  els.introWindow.hidden = !window;
 }
 
 /** Render the view for a state (from the URL). Fetches the overview only when the sentence or edit changed. */

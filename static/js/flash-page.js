@@ -2,16 +2,16 @@
 // one tile at a time: the grid of query blocks × key blocks with the tile lit, its scores, each row's
 // maximum m before and after with the rescale factor exp(m_old − m_new) and ℓ, the running O beside the
 // final output and standard attention's, what fast memory holds against the L × S matrix, and with the
-// backward on, its tiles (P recomputed, dS, the running dQ, dK, dV) and the gradients beside autograd's.
+// backward on, its tiles (A recomputed, dS, the running dQ, dK, dV) and the gradients beside autograd's.
 //
 // The state lives in the URL (toy/flash-url.js): the toy's layer and inputs (the worked example by
 // default), head, br, bc, causal, backward and the tile shown. Every number drawn is the answer's, or
 // (the backward's running sums, D, the factors) worked out from the answer's numbers by figures/flash.js.
 import { getFlash, getToy } from './api.js';
 import {
-  backwardCaption, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, indexRuns, maxAbsDiff, rowDots, span,
+  backwardCaption, captionKey, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, indexRuns, maxAbsDiff, numberFormat,
+  rowDots, span,
 } from './figures/flash.js';
-import { formatValue } from './figures/matrix.js';
 import { tNodes } from './i18n/index.js';
 import { $, createPage, createStatus, errorMessage, latestWins, Lru, lang, setTitle, t } from './page.js';
 import { describeErrors, listOf } from './toy/errors.js';
@@ -23,8 +23,8 @@ const PLAY_INTERVAL = 1500; // ms between two tiles while playing
 // Formulas, the same in every language: the sentences name them as {placeholders}, shown translate="no".
 const FORMULA = {
   sum: 'ℓ = Σ exp(s − m)', factor: 'exp(m_old − m_new)', route: 'POST /api/v1/flash', expS: 'exp(S − m)',
-  expInf: 'exp(−∞) = 0', exp0: 'exp(0) = 1', p: 'P = exp(S − m − log ℓ)', ds: 'dS = P ⊙ (dP − D)',
-  dp: 'dP = dO · V_blockᵀ', dv: 'dV_block += Pᵀ · dO', dq: 'dQ_rows += scale · dS · K_block',
+  expInf: 'exp(−∞) = 0', exp0: 'exp(0) = 1', p: 'A = exp(S − m − log ℓ)', ds: 'dS = A ⊙ (dA − D)',
+  dp: 'dA = dO · V_blockᵀ', dv: 'dV_block += Aᵀ · dO', dq: 'dQ_rows += scale · dS · K_block',
   dk: 'dK_block += scale · dSᵀ · Q_rows', scores: 'S = Q_block · K_blockᵀ × scale', D: 'D = rowsum(dO ⊙ O)',
   reference: 'softmax(Q Kᵀ × scale) V',
 };
@@ -100,8 +100,9 @@ function notation(text, tag = 'span') {
 }
 
 /**
- * A matrix as a table of its numbers (four decimals shown, the exact value in data-value; hidden: −∞,
- * data-value "null"), rows and columns labelled; `key` names it for tests (data-matrix).
+ * A matrix as a table of its numbers (written one way for the whole table, figures/flash.js numberFormat; the
+ * exact value in data-value; hidden: −∞, data-value "null"), rows and columns labelled; `key` names it for tests
+ * (data-matrix).
  */
 function matrixFigure(key, caption, matrix, { rowLabels, colLabels, mark = null } = {}) {
   const figure = element('figure', 'flash-fig');
@@ -111,6 +112,7 @@ function matrixFigure(key, caption, matrix, { rowLabels, colLabels, mark = null 
   const scroll = element('div', 'flash-scroll');
   const table = element('table', 'flash-matrix');
   table.dataset.matrix = key;
+  const format = numberFormat(matrix);
   table.setAttribute('translate', 'no');
   const top = element('tr');
   top.append(element('th', 'corner'));
@@ -123,7 +125,7 @@ function matrixFigure(key, caption, matrix, { rowLabels, colLabels, mark = null 
     if (mark && mark(r)) tr.className = 'is-marked';
     tr.append(element('th', 'row-label', rowLabels[r]));
     for (const value of row) {
-      const td = element('td', value === null ? 'is-hidden' : '', formatValue(value));
+      const td = element('td', value === null ? 'is-hidden' : '', format(value));
       td.dataset.value = value === null ? 'null' : String(value);
       tr.append(td);
     }
@@ -131,9 +133,36 @@ function matrixFigure(key, caption, matrix, { rowLabels, colLabels, mark = null 
   });
   table.append(thead, body);
   scroll.append(table);
-  figure.append(head, scroll);
+  figure.append(head, ...scrollBox(scroll));
   return figure;
 }
+
+/**
+ * A table's scroll box as shown: the line that says it scrolls sideways, then the box in a frame that fades its
+ * cut edge (both shown by markScrollable, only when the table is wider than the box).
+ */
+function scrollBox(scroll) {
+  const hint = element('p', 'hint flash-scroll-hint', t('flash.scrollHint'));
+  hint.hidden = true;
+  const frame = element('div', 'flash-scroll-frame');
+  frame.append(scroll);
+  scroll.addEventListener('scroll', () => {
+    frame.classList.toggle('is-at-end', scroll.scrollLeft + scroll.clientWidth >= scroll.scrollWidth - 1);
+  }, { passive: true });
+  return [hint, frame];
+}
+
+/** Shows the hint and the fading edge of each table box narrower than its table (a phone); hides the others'. */
+function markScrollable() {
+  for (const frame of document.querySelectorAll('.flash-scroll-frame')) {
+    const scroll = frame.firstElementChild;
+    const wider = scroll.scrollWidth > scroll.clientWidth + 1;
+    frame.classList.toggle('is-scrollable', wider);
+    frame.classList.toggle('is-at-end', scroll.scrollLeft + scroll.clientWidth >= scroll.scrollWidth - 1);
+    frame.previousElementSibling.hidden = !wider;
+  }
+}
+window.addEventListener('resize', () => markScrollable());
 
 const labels = (letter, [start, end]) => span([start, end]).map((i) => `${letter}${i}`);
 const dims = (n, letter = 'd') => Array.from({ length: n }, (_, i) => `${letter}${i}`);
@@ -379,7 +408,7 @@ function drawMemory(tile, backward) {
 function sayList(items, wordsOf) {
   els.say.replaceChildren(...items.map((item) => {
     const li = element('li');
-    li.append(...wordsOf(item));
+    li.append(...wordsOf({ ...item, key: captionKey(item) }));
     li.dataset.say = item.key;
     if (item.rows) li.dataset.rows = item.rows.join(',');
     if (item.keys) li.dataset.keys = item.keys.join(',');
@@ -394,9 +423,10 @@ function drawForward(i) {
   const rowLabels = labels('q', tile.rows);
   const colLabels = labels('k', tile.cols);
   els.title.textContent = t('flash.tile.title', { row: tile.row_block, col: tile.col_block, rows: range('q', tile.rows), cols: range('k', tile.cols) });
+  const format = numberFormat(Object.values(rowColumns(step))); // the factors as the row table writes them
   sayList(forwardCaption(step), (item) => say(item.key, {
     rows: item.rows ? rowsText(item.rows) : '',
-    factors: item.factors ? listOf(item.factors.map(formatValue), 'conjunction') : '',
+    factors: item.factors ? listOf(item.factors.map(format), 'conjunction') : '',
   }));
   const dv = shown.v[0].length;
   const figures = [
@@ -419,9 +449,14 @@ function drawForward(i) {
   els.figures.dataset.phase = 'f';
 }
 
+/** The row table's columns for a step: the tile's maximum, m before → after, the factor, ℓ before → after. */
+function rowColumns(step) {
+  const { tile, before, maxima, factors } = step;
+  return { max: maxima, mOld: before.m, mNew: tile.m, factor: factors, lOld: before.l, lNew: tile.l };
+}
+
 /** Per row: the tile's maximum, m before → after, the factor exp(m_old − m_new), ℓ before → after. */
 function rowStateFigure(step, rowLabels) {
-  const { tile, before, maxima, factors } = step;
   const figure = element('figure', 'flash-fig');
   figure.dataset.figure = 'rows';
   const caption = element('figcaption', 'flash-caption');
@@ -436,7 +471,8 @@ function rowStateFigure(step, rowLabels) {
   const thead = element('thead');
   thead.append(head);
   const body = element('tbody');
-  const columns = { max: maxima, mOld: before.m, mNew: tile.m, factor: factors, lOld: before.l, lNew: tile.l };
+  const columns = rowColumns(step);
+  const format = numberFormat(Object.values(columns));
   rowLabels.forEach((label, r) => {
     const tr = element('tr');
     tr.dataset.kind = step.kinds[r];
@@ -444,7 +480,7 @@ function rowStateFigure(step, rowLabels) {
     for (const [name, values] of Object.entries(columns)) {
       const value = values[r];
       const rescaled = name === 'factor' && step.kinds[r] === 'grew'; // the factor below 1 that shrank ℓ and O
-      const td = element('td', value === null ? 'is-hidden' : rescaled ? 'is-rescaled' : '', formatValue(value));
+      const td = element('td', value === null ? 'is-hidden' : rescaled ? 'is-rescaled' : '', format(value));
       td.dataset.col = name;
       td.dataset.value = value === null ? 'null' : String(value);
       tr.append(td);
@@ -453,7 +489,7 @@ function rowStateFigure(step, rowLabels) {
   });
   table.append(thead, body);
   scroll.append(table);
-  figure.append(scroll);
+  figure.append(...scrollBox(scroll));
   return figure;
 }
 
@@ -493,6 +529,7 @@ function drawStep(step) {
   if (phase === 'b') drawBackward(i);
   else drawForward(i);
   markResults(tile);
+  markScrollable();
   els.walk.dataset.step = step;
   const index = stepper ? stepper.state.index : 0;
   if (state.tile !== index) {

@@ -188,13 +188,35 @@ function withPairShown(state) {
   return state && state.pair === null && state.heldPair ? { ...state, pair: state.heldPair } : state;
 }
 
-/** What the picker's title says of a model: name, architecture, sizes, token limit, causal, one text. */
+/** A model's name without the server's " (…)" (its source, layers and heads, in English): "all-MiniLM-L6-v2". */
+export const modelName = (model) => (model.name || model.id).split(' (')[0];
+
+/** The sliding window of `layer` of a model (GET /api/v1/models window, window_layers), or null: none there. */
+export function layerWindow(model, layer) {
+  if (!model || !model.window) return null;
+  return model.window_layers && !model.window_layers.includes(layer) ? null : model.window;
+}
+
+/** A model's sliding window in words ('' without one): its width, what a token sees, the layers that have it. */
+export function windowText(model) {
+  if (!model || !model.window) return '';
+  const values = { window: model.window, before: model.window - 1 };
+  if (!model.window_layers) return t('models.window', values);
+  const key = model.window_layers.length === 1 ? 'models.windowLayers.one' : 'models.windowLayers';
+  return t(key, { ...values, layers: model.window_layers.join(', ') });
+}
+
+/**
+ * What the picker's title says of a model, in the page's language: name (data), architecture (data), sizes,
+ * token limit, causal, sliding window, one text.
+ */
 export function modelTitle(model) {
   const parts = [t('models.title', {
-    name: model.name || model.id, architecture: model.architecture || '?', layers: model.n_layers,
+    name: modelName(model), architecture: model.architecture || '?', layers: model.n_layers,
     heads: model.n_heads, max: model.max_tokens,
   })];
   if (model.causal) parts.push(t('models.title.causal'));
+  if (model.window) parts.push(windowText(model));
   if (model.pairs === false) parts.push(t('models.title.single'));
   return parts.join(' · ');
 }

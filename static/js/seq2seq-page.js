@@ -92,9 +92,17 @@ function showProgress() {
   els.progressText.textContent = t('seq2seq.progress.text', { step: done, steps, percent: Math.round((100 * done) / steps), seconds: seconds.format(elapsed) });
 }
 
+/**
+ * What follows the chosen task at once, before any training: its description and, unless the user typed a text
+ * of their own, its example input.
+ */
+function showTask(task) {
+  els.taskHint.textContent = t(`seq2seq.task.${task}Hint`); // ui-text: not UI (a key)
+  if (!els.text.value || Object.values(EXAMPLES).includes(els.text.value)) els.text.value = EXAMPLES[task];
+}
+
 function drawEmpty(settings) {
   const both = Boolean(runs?.plain);
-  els.taskHint.textContent = t(`seq2seq.task.${settings.task}Hint`); // ui-text: not UI (a key)
   els.alignmentHint.textContent = t('seq2seq.alignment.hint');
   els.lengthHint.textContent = t('seq2seq.length.hint', { longest: 6 });
   els.share.textContent = '';
@@ -253,6 +261,8 @@ function markInvalid(name) {
   for (const [field, input] of Object.entries(fields)) input.setAttribute('aria-invalid', field === name ? 'true' : 'false');
 }
 
+fields.task.addEventListener('change', () => showTask(fields.task.value));
+
 $('seq2seq-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   const { settings, name, message } = readForm();
@@ -318,7 +328,7 @@ async function render(state) {
   setTitle('page.seq2seq');
   for (const name of [...WHOLE, 'lr', 'task']) fields[name].value = String(state[name]);
   els.both.checked = state.both;
-  if (!els.text.value || Object.values(EXAMPLES).includes(els.text.value)) els.text.value = EXAMPLES[state.task];
+  showTask(state.task);
   markInvalid(null);
   if (runs?.attention?.job !== state.job || !state.job) await show(state);
   els.results.dataset.drawn = page.urlOf(state);

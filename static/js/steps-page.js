@@ -9,11 +9,13 @@ import { getTraceCompact } from './api.js';
 import { tokenLabel } from './figures/axes.js';
 import { fromTrace, STEPS } from './figures/steps.js';
 import {
-  $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, Lru, modelOf, range, setTitle, t,
+  $, createPage, createRunForm, createStatus, indexParam, latestWins, layerWindow, linkTo, loadModels, Lru, modelOf, range,
+  setTitle, t,
 } from './page.js';
 import { fillIndices } from './views/controls.js';
 import { loadPlotly, preloadPlotly } from './views/plotly-loader.js';
 import { createTokenPicker } from './views/token-picker.js';
+import { showUnknownNote } from './views/unknown-note.js';
 import { createWalkthrough } from './views/walkthrough.js';
 
 const els = {
@@ -21,6 +23,7 @@ const els = {
   head: $('head-select'),
   query: $('query-select'),
   tokens: $('tokens'),
+  unknownNote: $('unknown-note'),
   explorerLink: $('explorer-link'),
   modelNote: $('model-note'),
   intro: $('intro'),
@@ -133,18 +136,38 @@ function fillQueries(tokens, query) {
   els.query.value = String(query);
 }
 
-/** A trace as the walkthrough draws it; a causal model's (GPT-2) mask is its causal mask, said as such. */
+/**
+ * A trace as the walkthrough draws it; a causal model's (GPT-2) mask is its causal mask, said as such, and a
+ * layer with a sliding window (Mistral; Gemma 2's local layers) says its window.
+ */
 function stepData(trace) {
   const model = modelOf(trace.model);
-  return { ...fromTrace(trace, { nKvHeads: model ? model.n_kv_heads : null }), causal: Boolean(model && model.causal) };
+  return {
+    ...fromTrace(trace, { nKvHeads: model ? model.n_kv_heads : null, window: layerWindow(model, trace.layer) }),
+    causal: Boolean(model && model.causal),
+  };
 }
 
-/** The note under the form for a causal model: why every later key is hidden. */
+/**
+ * The note under the form for a causal model: why every later key is hidden, and the traced layer's sliding
+ * window (or, for a model whose window is in other layers, that this one has none).
+ */
 function showModelNote(trace) {
   const model = modelOf(trace.model);
   const causal = Boolean(model && model.causal);
   els.modelNote.hidden = !causal;
-  els.modelNote.textContent = causal ? t('models.steps.causal', { model: model.id }) : '';
+  if (!causal) {
+    els.modelNote.textContent = '';
+    return;
+  }
+  const parts = [t('models.steps.causal', { model: model.id })];
+  const window = layerWindow(model, trace.layer);
+  if (window) parts.push(t('models.steps.window', { layer: trace.layer, window, before: window - 1 }));
+  else if (model.window) {
+    const key = model.window_layers.length === 1 ? 'models.steps.windowElsewhere.one' : 'models.steps.windowElsewhere';
+    parts.push(t(key, { window: model.window, layers: model.window_layers.join(', '), layer: trace.layer }));
+  }
+  els.modelNote.textContent = parts.join(' ');
 }
 
 async function draw(trace, state) {
@@ -156,6 +179,7 @@ async function draw(trace, state) {
   els.explorerLink.href = linkTo('/', state, ['layer', 'head', 'query']);
   els.explorerLink.hidden = false;
   tokenPicker.render(trace.tokens, state.query);
+  showUnknownNote(els.unknownNote, trace.tokens, trace.model); // hidden when the model knows every token
   fillQueries(trace.tokens, state.query);
   status.info(t('steps.summary', {
     tokens: trace.tokens.length, layer: trace.layer, head: state.head, heads: trace.n_heads,
@@ -175,6 +199,7 @@ async function render(state) {
     els.results.hidden = true;
     els.intro.hidden = false;
     els.explorerLink.hidden = true;
+    els.unknownNote.hidden = true;
     setTitle('page.steps');
     preloadPlotly(); // ready for the first sentence
     return;

@@ -64,10 +64,11 @@ def show_step(page: Page, step: str) -> None:
 # notes, file formats, the tokenizer's own special tokens and the product's name.
 NOTATION = {
     "attnscope", "softmax", "d_model", "d_head", "d_keys", "d_values", "n_heads", "text_pair",
-    "API", "JSON", "PNG", "SVG", "CSV", "CLS", "SEP", "UNK", "PAD", "MASK", "MiniLM", "Transformer", "REST", "RoPE", "ALiBi", "Gumbel", "Gumbel-softmax", "Luong", "Bahdanau", "sin", "cos", "tanh", "elu", "max", "argmax", "sum",
+    "API", "JSON", "PNG", "SVG", "CSV", "CLS", "SEP", "UNK", "PAD", "MASK", "MiniLM", "Transformer", "REST", "RoPE", "ALiBi", "Gumbel", "Gumbel-softmax", "Luong", "Bahdanau", "sin", "cos", "tanh", "elu", "max", "argmax", "sum", "rowsum",
     "Adam", "SGD", "ReLU", "PyTorch",  # the Iris page: the optimizers' and the activation's own names
     "FlashAttention", "FLOPs", "Dao", "GPU", "ctx", "KiB", "MiB", "GiB", "TiB", "PiB",  # the cost page: names, units
     "torch", "autograd",  # the /toy backward pass: the reference it is checked against (torch.autograd)
+    "Hugging", "Face",  # the unknown-token note (views/unknown-note.js): the local Hugging Face cache, by its name
     "SDPA", "Python", "CPU", "CPUs",  # the cost page's measured sweep: torch's scaled_dot_product_attention, the language
     "Abnar", "Zuidema", "Kobayashi", "Clark",  # the explorer's analyses: the authors of the methods it cites
     "LayerNorm", "MLP", "GRU",  # the labs: the networks' parts by their names

@@ -14,7 +14,7 @@ import pytest
 import torch
 from playwright.sync_api import Page, expect
 
-from .helpers import english_left, switch_to_chinese
+from .helpers import english_left, switch_to_chinese, wait_until
 
 # The worked example of the course notes, written out (not fetched): head 0 works with columns 0-1.
 QUERIES = [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]]
@@ -45,6 +45,21 @@ def table(page: Page, key: str) -> list[list[float | None]]:
              [...tr.querySelectorAll('td')].map((td) => (td.dataset.value === 'null' ? null : Number(td.dataset.value))))""",
         key,
     )
+
+
+def check_one_format_per_table(page: Page) -> None:
+    """Every table drawn writes its numbers one way (all whole, or all with four decimals: never "14" beside
+    "14.0000" in a row or a column), and each written number is its data-value to the digits it shows."""
+    tables = page.evaluate(
+        """() => [...document.querySelectorAll('table[data-matrix]')].map((table) => [table.dataset.matrix,
+             [...table.querySelectorAll('td')].filter((td) => td.dataset.value !== 'null')
+               .map((td) => [td.textContent, Number(td.dataset.value)])])"""
+    )
+    for key, cells in tables:
+        decimals = {len(text.split(".")[1]) if "." in text else 0 for text, _ in cells}
+        assert decimals in (set(), {0}, {4}), f"{key}: {[text for text, _ in cells]}"  # (a skipped tile: all −∞)
+        for text, value in cells:
+            assert abs(float(text.replace("−", "-")) - value) <= (5e-5 if decimals == {4} else 0), (key, text, value)
 
 
 def row_state(page: Page) -> list[dict[str, float | None]]:
@@ -146,6 +161,7 @@ def test_every_forward_tile_of_the_worked_example_as_the_api_computes_it(page: P
             grew = m_old is not None and tile["m"][r] is not None and tile["m"][r] > m_old
             assert shown["rescaled"] == (["factor"] if grew else [])
         check_caption_claims(captions(page), tile, previous, last_col=1)
+        check_one_format_per_table(page)
         if tile["col_block"] == 1:  # the block's output, beside standard attention's
             r0, r1 = tile["rows"]
             assert table(page, "block-output") == answer["output"][r0:r1]
@@ -178,7 +194,7 @@ def test_every_forward_tile_of_the_worked_example_as_the_api_computes_it(page: P
     page.locator("body").press("End")
     at_step(page, "f3")
     factor = math.exp(tiles[2]["m"][1] - tiles[3]["m"][1])
-    expect(page.locator("#tile-say")).to_contain_text(f"The row maximum grew in q3: their ℓ and O were first multiplied by exp(m_old − m_new) = {factor:.4f}")
+    expect(page.locator("#tile-say")).to_contain_text(f"The row maximum of q3 grew: its ℓ and O were first multiplied by exp(m_old − m_new) = {factor:.4f}")
     expect(page.locator("#tile-say")).to_contain_text("The row maximum stayed the same in q2")
     page.locator('#tile-grid button[data-step="f1"]').click()
     at_step(page, "f1")
@@ -306,20 +322,42 @@ def test_toy_and_flash_link_to_each_other_with_the_same_setup(page: Page, api):
     expect(page.locator("#flash-toy-link")).to_have_attribute("href", "/toy?q=1,0,2,1;0,1,1,2;1,1,0,1&causal=1&head=1")
 
 
-def test_chinese_shows_no_english_and_390_px_does_not_overflow(page: Page):
+# Each table box: [key, table wider than its box, the hint above it shown, the cut edge faded].
+SCROLL_BOXES = """() => [...document.querySelectorAll('.flash-scroll-frame')].filter((f) => f.getClientRects().length).map((f) => {
+  const box = f.firstElementChild, hint = f.previousElementSibling;
+  return [box.querySelector('table').dataset.matrix, box.scrollWidth > box.clientWidth, !hint.hidden && hint.getClientRects().length > 0,
+          getComputedStyle(f, '::after').content !== 'none'];
+})"""
+
+
+def test_chinese_shows_no_english_and_390_px_does_not_overflow(page: Page, api):
     page.goto(f"/flash?{SETUP}&backward=1&tile=3")
     at_step(page, "f3")
     switch_to_chinese(page)
     at_step(page, "f3")
-    expect(page.locator("#tile-say")).to_contain_text("的行最大值变大了")
+    # the rows whose maximum grew in tile 3, worked out from the answer's m: one row is "它的", several "它们的"
+    tiles = flash(api, block_rows=2, block_cols=3, causal=True)["tiles"]
+    grew = [r for r, (old, new) in enumerate(zip(tiles[2]["m"], tiles[3]["m"], strict=True)) if new > old]
+    sentence = page.locator('#tile-say li[data-say="flash.say.grew"]')
+    expect(sentence).to_contain_text("的行最大值变大了")
+    expect(sentence).to_contain_text("它的 ℓ 和 O" if len(grew) == 1 else "它们的 ℓ 和 O")
+    assert ("它们的" in sentence.inner_text()) == (len(grew) > 1)
     assert english_left(page) == []
     page.locator("#tile-next").click()
     at_step(page, "b0")
     assert english_left(page) == []
+    page.locator("#tile-prev").click()  # back to the forward's last tile: its row table has seven columns
+    at_step(page, "f3")
     for width in (390, 800):
         page.set_viewport_size({"width": width, "height": 844})
         page.wait_for_function("() => document.documentElement.scrollWidth <= innerWidth")
         assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+        # a table wider than its box says so above it and fades where it is cut; one that fits says nothing
+        wait_until(page, f"() => ({SCROLL_BOXES})().every(([, wider, hint, fade]) => wider === hint && wider === fade)")
+        boxes = page.evaluate(SCROLL_BOXES)
+        assert "rows" in [key for key, *_ in boxes]
+        if width == 800:
+            assert not any(wider for _, wider, _, _ in boxes)
 
 
 def test_the_toys_largest_size_tile_by_tile_at_390_px(page: Page, api):

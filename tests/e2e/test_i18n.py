@@ -36,6 +36,58 @@ PAGES = {
 }
 
 
+# Every visible button whose label wraps onto a second line or is cut off ([] when none is). A label is the button's
+# text, whose range must lie on exactly one line (its client rects merged per line), and the button must not be
+# narrower than it (scrollWidth <= clientWidth). A button laid out as a card of several parts (display grid or flex:
+# the cost page's presets, the induction lab's head thumbnails) has its name, the first part, on one line; the other
+# parts are descriptions. Sortable column headings (explorer.css .sort-button) wrap as table headings do; Swagger UI
+# (/docs) is a vendor's.
+BUTTONS_WRAPPED = """() => {
+  const lines = (node) => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const found = [];
+    for (const rect of range.getClientRects()) {
+      if (!rect.width || !rect.height) continue;
+      const line = found.find((l) => rect.top < l.bottom - 1 && rect.bottom > l.top + 1);
+      if (line) { line.top = Math.min(line.top, rect.top); line.bottom = Math.max(line.bottom, rect.bottom); }
+      else found.push({ top: rect.top, bottom: rect.bottom });
+    }
+    return found.length;
+  };
+  const wrapped = [];
+  for (const button of document.querySelectorAll('button')) {
+    if (!button.getClientRects().length || !button.textContent.trim() || button.closest('#swagger-ui, th')) continue;
+    const style = getComputedStyle(button);
+    if (style.visibility === 'hidden') continue;
+    const card = /grid|flex/.test(style.display) && button.children.length > 1;
+    const label = card ? [...button.children].find((part) => part.textContent.trim()) : button;
+    const name = `${button.id || button.className}: ${button.textContent.trim().slice(0, 40)}`;
+    if (lines(label) !== 1) wrapped.push(`${name} (${lines(label)} lines, ${Math.round(button.clientWidth)} px)`);
+    if (button.scrollWidth > button.clientWidth) wrapped.push(`${name} (cut: ${button.scrollWidth} > ${button.clientWidth} px)`);
+  }
+  return wrapped;
+}"""
+
+# The header at 1400 px: its links on one line, in the same row as the name and the languages.
+HEADER_ROWS = """() => {
+  const box = (s) => document.querySelector(s).getBoundingClientRect();
+  const links = new Set([...document.querySelectorAll('.site-nav a')].map((a) => Math.round(a.getBoundingClientRect().top)));
+  const name = box('.brand-name'), nav = box('.site-nav'), lang = box('.lang-switch');
+  return {linkRows: links.size, sameRow: nav.top < name.bottom && lang.top < name.bottom && name.top < nav.bottom};
+}"""
+
+
+def check_buttons_and_header(page: Page, language: str) -> None:
+    """No button wraps or is cut at 1400 and at 390 px, and at 1400 px the header is one row (the page's language)."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    assert page.evaluate(HEADER_ROWS) == {"linkRows": 1, "sameRow": True}, f"the header at 1400 px in {language}"
+    assert page.evaluate(BUTTONS_WRAPPED) == [], f"1400 px, {language}"
+    page.set_viewport_size({"width": 390, "height": 900})
+    assert page.evaluate(BUTTONS_WRAPPED) == [], f"390 px, {language}"
+    page.set_viewport_size({"width": 1400, "height": 900})
+
+
 def wait_ready(page: Page, path: str) -> None:
     """Wait until the page has drawn what it fetches (so that its text is all there)."""
     if path.startswith("/?text"):
@@ -59,16 +111,21 @@ def wait_ready(page: Page, path: str) -> None:
 
 @pytest.mark.parametrize("name", list(PAGES))
 def test_every_page_in_chinese_has_no_english_ui_text_left(page: Page, name: str):
+    """... and, in both languages, no button's label wraps or is cut at 1400 or 390 px, and the header is one row
+    at 1400 px."""
     path = PAGES[name]
+    page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(path)
     wait_ready(page, path)
     assert english_left(page, skip="#swagger-ui") != [], "the check must see the English page"
+    check_buttons_and_header(page, "en")
 
     switch_to_chinese(page)
     wait_ready(page, path)
     assert english_left(page, skip="#swagger-ui") == []
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     assert re.search(r"[\u4e00-\u9fff]", page.title()), "the title is Chinese"
+    check_buttons_and_header(page, "zh")
 
 
 def test_the_choice_is_kept_on_reload_and_across_pages_and_a_lang_parameter_wins(page: Page):

@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .helpers import english_left, switch_to_chinese, wait_until
+from .test_i18n import BUTTONS_WRAPPED
 from .test_iris import TERMINAL, TRAINING, plot
 
 SMALL = "?vocab=16&length=12&d_model=16&steps=120&batch=8&seed=5"  # 2 layers of 2 heads (the defaults)
@@ -131,7 +132,17 @@ def test_a_training_is_drawn_and_explained_from_its_own_numbers(page: Page, api)
 
 
 def test_stop_ends_a_long_training(page: Page, api):
+    page.set_viewport_size({"width": 1400, "height": 900})
     job = train(page, SMALL.replace("steps=120", "steps=20000"), phase="running")
+    # while it trains, Train is disabled: its label stays whole on one line, in English and in 中文 (the run replays)
+    expect(page.locator("#induction-train")).to_be_disabled()
+    assert page.evaluate(BUTTONS_WRAPPED) == []
+    url = page.url
+    for language in ("zh", "en"):  # and back to English for the sentences below
+        page.goto(f"{url}&lang={language}")
+        expect(page.locator("#results")).to_have_attribute("data-run", "running", timeout=TRAINING)
+        expect(page.locator("#induction-train")).to_be_disabled()
+        assert page.evaluate(BUTTONS_WRAPPED) == [], language
     wait_until(page, "() => document.getElementById('plot-loss').data[1].y.length >= 3", timeout=TRAINING)
     page.locator("#induction-stop").click()
     expect(page.locator("#results")).to_have_attribute("data-run", "cancelled", timeout=TRAINING)

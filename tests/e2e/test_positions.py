@@ -59,6 +59,23 @@ def test_every_table_is_drawn_as_the_api_gives_it(page: Page, api):
     assert np.allclose(drawn(page, "plot-rotation", "y", 1), np.sin(angles), atol=1e-12)
     expect(page.locator("#rotation-hint")).to_contain_text("6, 7")
 
+    # RoPE's dot product, with the API's angles: the same q and k score the same at positions (5, 3) and (9, 7),
+    # not at (9, 3); other contents at (5, 3) score otherwise. The hint says exactly that, in both languages.
+    table_angles = np.array(rope["angles"])
+
+    def rotated(x: np.ndarray, p: int) -> np.ndarray:
+        c, s_ = np.cos(table_angles[p]), np.sin(table_angles[p])
+        out = np.empty_like(x)
+        out[0::2], out[1::2] = x[0::2] * c - x[1::2] * s_, x[0::2] * s_ + x[1::2] * c
+        return out
+
+    q, k, other = np.random.default_rng(0).normal(size=(3, 32))
+    score = lambda a, b, i, j: rotated(a, i) @ rotated(b, j)  # noqa: E731
+    assert abs(score(q, k, 5, 3) - score(q, k, 9, 7)) < 1e-12
+    assert abs(score(q, k, 9, 3) - score(q, k, 5, 3)) > 1e-3 and abs(score(other, k, 5, 3) - score(q, k, 5, 3)) > 1e-3
+    hint = page.locator("#rope-heading + .hint")
+    assert "contents" in hint.inner_text() and "i − j" in hint.inner_text() and "only on their distance" not in hint.inner_text()
+
     # ALiBi: one plot per head, each the API's bias, which is -m_h |i - j| with the paper's slopes.
     plots = page.locator("#plot-alibi .alibi-plot")
     expect(plots).to_have_count(4)
@@ -68,6 +85,11 @@ def test_every_table_is_drawn_as_the_api_gives_it(page: Page, api):
         z = np.array(plots.nth(h).evaluate("(gd) => gd.data[0].z"))
         assert np.allclose(z, alibi["bias"][h], atol=0)
         assert np.allclose(z, -slopes[h] * distance, atol=1e-12)
+
+    page.goto("/positions?lang=zh")
+    expect(page.locator("#rope-heading + .hint")).to_contain_text("内容")
+    zh = page.locator("#rope-heading + .hint").inner_text()
+    assert "i − j" in zh and "只取决于" not in zh
 
 
 def test_the_sizes_live_in_the_url_and_back_works(page: Page, api):

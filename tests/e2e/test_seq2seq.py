@@ -119,7 +119,18 @@ def test_stop_ends_both_trainings(page: Page, api):
 
 def test_dates_alone_and_the_page_at_390_px(page: Page, api):
     page.set_viewport_size({"width": 390, "height": 844})
+    # choosing the task changes its description and the example input at once, before any training: to what a
+    # page opened on that task shows (compared below)
+    page.goto(f"/seq2seq{SMALL}")
+    hint, example = page.locator("#seq2seq-task-hint"), page.locator("#seq2seq-text")
+    expect(hint).not_to_be_empty()
+    reverse = (hint.inner_text(), example.input_value())
+    page.select_option("#seq2seq-task", "dates")
+    expect(hint).not_to_have_text(reverse[0])
+    chosen = (hint.inner_text(), example.input_value())
+    assert chosen[1] != reverse[1] and "?task=" not in page.url  # nothing trained, nothing navigated
     job, plain = train(page, SMALL + "&task=dates&both=0")
+    assert (hint.inner_text(), example.input_value()) == chosen
     assert plain is None
     last = evals_of(read_events(api, job))[-1]
     assert all(len(length) for length in last["accuracy_by_length"])

@@ -329,6 +329,8 @@ def test_explorer_links_to_the_selected_head(page: Page, api):
     expect(page.locator("#head-select")).to_have_value("7")
     expected = trace(api, SENTENCE, 4, 7)
     assert max_abs_diff(drawn(page, "input"), expected["steps"]["input"]) <= 1e-6
+    assert not any(token["unknown"] for token in expected["tokens"])
+    expect(page.locator("#unknown-note")).to_be_hidden()  # MiniLM knows every token: nothing to say
 
     # And back from /steps to the explorer, at the same layer and head.
     page.get_by_role("link", name="All heads in the explorer").click()
@@ -337,7 +339,7 @@ def test_explorer_links_to_the_selected_head(page: Page, api):
 
 def test_pages_carry_the_csp_and_the_nav(page: Page):
     for path, current in [("/steps", "Steps"), ("/positions", "Positions"), ("/iris", "Labs"), ("/seq2seq", "Labs"),
-                          ("/induction", "Labs"),
+                          ("/induction", "Labs"), ("/flash", "Cost"),
                           ("/toy", "Toy example")]:
         response = page.goto(path)
         assert response.status == 200
@@ -346,6 +348,36 @@ def test_pages_carry_the_csp_and_the_nav(page: Page):
                                                             "Learn", "API docs"])
         expect(page.locator('.site-nav a[aria-current="page"]')).to_have_text(current)
     expect(page.locator("#stage")).to_have_attribute("data-step", "input")  # /toy has drawn its example
+    # /flash from the header: "Cost" opens /cost, whose tabs lead to /flash (both tabs marked where they are)
+    page.locator(".site-nav a", has_text="Cost").click()
+    expect(page).to_have_url(re.compile(r"/cost$"))
+    tabs = page.locator(".labs-nav a")
+    expect(tabs).to_have_text(["What attention costs", "FlashAttention, tile by tile"])
+    expect(page.locator('.labs-nav a[aria-current="page"]')).to_have_attribute("href", "/cost")
+    tabs.nth(1).click()
+    expect(page).to_have_url(re.compile(r"/flash$"))
+    expect(page.locator("#flash-walk")).to_have_attribute("data-step", "f0")
+    expect(page.locator('.labs-nav a[aria-current="page"]')).to_have_attribute("href", "/flash")
+    expect(page.locator('.site-nav a[aria-current="page"]')).to_have_text("Cost")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_tokens_the_model_cannot_read_are_counted_beside_them(page: Page, api, language: str):
+    text = "注意力机制让模型学会聚焦重要的信息。"
+    tokens = trace(api, text, 0, 0)["tokens"]
+    unknown = [token for token in tokens if token["unknown"]]
+    characters = sum(len([c for c in token["display"] if not c.isspace()]) for token in unknown)
+    assert unknown  # MiniLM reads most of these characters as [UNK]
+    page.goto(steps_url(text, layer=0, head=0, query=2, lang=language))
+    expect(stage(page)).to_have_attribute("data-step", "input")
+    note = page.locator("#unknown-note")
+    expect(note).to_be_visible()
+    said = note.inner_text()
+    numbers = [int(n) for n in re.findall(r"\d+", re.split(r"[.。]", said)[0])]  # the sentence that counts
+    assert len(unknown) in numbers and len(tokens) in numbers and characters in numbers, (said, len(unknown), characters)
+    assert "[UNK]" in said and bool(re.search(r"[\u4e00-\u9fff]", said.replace(text, ""))) == (language == "zh")
+    # beside the tokens it counts: in the form's panel, right under the token chips
+    assert page.evaluate("() => document.getElementById('tokens').closest('section').contains(document.getElementById('unknown-note'))")
 
 
 def test_without_a_sentence_the_page_offers_examples(page: Page):

@@ -464,3 +464,27 @@ def test_play_walks_the_same_steps(page: Page):
     expect(stage(page)).to_have_attribute("data-step", "output", timeout=20_000)
     expect(page.locator("#step-play")).to_have_attribute("aria-pressed", "false")
     assert page.evaluate("() => window.__seen") == STEPS
+
+
+# Each query/key plot's drawing area (Plotly's plot size) and the boxes of its column numbers, as drawn.
+_QK_PLOTS = """() => ['qk-q', 'qk-k', 'qk-products'].map((key) => {
+  const gd = document.querySelector(`[data-matrix="${key}"]`);
+  const ticks = [...gd.querySelectorAll('.xtick text')].map((node) => node.getBoundingClientRect())
+    .map((box) => [box.left, box.right]);
+  return { key, width: gd._fullLayout._size.w, ticks };
+})"""
+
+
+def test_the_query_key_view_is_readable_on_a_phone(page: Page):
+    """At 390 px the query · key view stacks q, the keys and their products (side by side they were slivers
+    of about 20 px with their column numbers on top of each other): each plot is at least 150 px wide and no
+    two of its column numbers overlap."""
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.goto("/toy?step=scores&d_keys=8&d_values=2")  # 8 columns of q and k: the harder case for the numbers
+    expect(stage(page)).to_have_attribute("data-step", "scores")
+    expect(page.locator("#qk-panel")).to_have_attribute("data-query", "0")
+    for plot in page.evaluate(_QK_PLOTS):
+        assert plot["width"] >= 150, plot
+        ticks = sorted(plot["ticks"])
+        assert len(ticks) >= 2, plot
+        assert all(left[1] <= right[0] for left, right in zip(ticks, ticks[1:], strict=False)), plot

@@ -84,13 +84,26 @@ def test_the_head_selection_is_shared_with_the_forward(page: Page, api):
 
 
 def test_the_url_reopens_the_backward_pass(page: Page, api):
+    """Reopened from its URL with the additive variant: the additive scorer's own parameters are drawn as W[h],
+    U[h], v[h] with their gradients (never W_q, W_k, the projections' names), and the notation is one name per
+    thing: dA the weights' gradient, dQ, dK, dV the projections' outputs' gradients, no dP anywhere."""
     with page.expect_request(is_backward_post) as sent:
-        page.goto("/toy?backward=1&variant=dot&head=1")
+        page.goto("/toy?backward=1&variant=additive&head=1")
     wait_drawn(page)
     expect(page.locator("#backward-toggle")).to_have_attribute("aria-expanded", "true")
     body = json.loads(sent.value.post_data)
-    assert body["variant"] == "dot"
-    assert_figures_are(page, gradients(api, body), head=1)
+    assert body["variant"] == "additive"
+    answer = gradients(api, body)
+    assert_figures_are(page, answer, head=1)
+    for name, forward, symbol in (("additive_w_q", "W[1]", "dW[1]"), ("additive_w_k", "U[1]", "dU[1]")):
+        assert drawn(page, f"fwd-{name}") == answer["forward"]["additive"][name[-3:]][1]
+        assert drawn(page, f"grad-{name}") == answer["gradients"][name][1]
+        captions = page.locator(f'[data-pair="{name}"] figcaption').all_inner_texts()
+        assert captions == [f"forward {forward}", f"gradient {symbol}"]
+    formulas = dict(zip(ORDER, page.locator(".backward-formula").all_inner_texts(), strict=True))
+    assert formulas["softmax"].startswith("dA_h = ") and "dW_q = X_qᵀ · dQ" in formulas["weights"]
+    assert "W_q" not in formulas["q"] and "W_k" not in formulas["k"]  # the scorer's W and U
+    assert "dP" not in page.locator("#backward-panel").inner_text()
 
 
 def test_hard_variant_says_the_scores_get_no_gradient(page: Page, api):

@@ -7,8 +7,11 @@ The weights (W_q, W_k, W_v, W_o and the additive ones) are taken from the answer
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+import torch
 from playwright.sync_api import Page, expect
 
 from .helpers import STEPS, drawn, show_step, stage
@@ -43,6 +46,13 @@ def softmax_rows(masked: np.ndarray) -> np.ndarray:
             e = np.exp(row[seen] - row[seen].max())
             out[i, seen] = e / e.sum()
     return out
+
+
+def gumbel_noise(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """g = −log(−log u), u from the documented generator (seed + stream 0, float64), written here from the
+    API's description rather than taken from model/lab/variants.py."""
+    u = torch.rand(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
+    return -np.log(-np.log(np.maximum(u, np.finfo(np.float64).tiny)))
 
 
 def sinusoidal(n: int, d: int) -> np.ndarray:
@@ -111,15 +121,30 @@ def test_every_step_draws_what_it_names(page: Page, options: str):
         rotated = answer["positions"] == "rope" and m != "v"
         assert same(split[m], rope(part) if rotated else part), m
         assert ("RoPE" in caption(page, f"split-{m}")) == rotated
+    if answer["positions"] == "rope":  # what the body claims of the rotated dot product, checked with numpy
+        at = lambda x, p: rope(np.vstack([np.zeros((p, x.size)), x]))[p]  # noqa: E731 (x rotated at position p)
+        q2, k0, q1 = P["q"][2, h * dk:(h + 1) * dk], P["k"][0, h * dk:(h + 1) * dk], P["q"][1, h * dk:(h + 1) * dk]
+        assert abs(at(q2, 3) @ at(k0, 1) - at(q2, 2) @ at(k0, 0)) < 1e-12  # the same i − j: the same score
+        assert abs(at(q2, 3) @ at(k0, 0) - at(q2, 2) @ at(k0, 0)) > 1e-3  # another i − j: another score
+        assert abs(at(q1, 2) @ at(k0, 0) - at(q2, 2) @ at(k0, 0)) > 1e-3  # other contents: another score
+        said = {"en": page.locator("#stage-body").inner_text(), "zh": page.evaluate(
+            "async () => (await import('/static/js/i18n/zh.js')).default['step.split.rope.body']")}
+        assert "contents" in said["en"] and "i − j" in said["en"] and "distance" not in said["en"]
+        assert "内容" in said["zh"] and "i − j" in said["zh"] and "只取决于" not in said["zh"]
 
     show_step(page, "scores")
     S = grid(page, "scores")
     if variant == "additive":
         assert "tanh" in title(page) and "K_hᵀ" not in title(page)
-        wq, wk = np.array(answer["additive"]["w_q"][h]), np.array(answer["additive"]["w_k"][h])
+        assert "q·W + k·U" in title(page) and "W_q" not in title(page)
         v = np.array(answer["additive"]["v"][h])
+        # the scorer's own W and U are drawn, as the API used them, and a = q·W, B = K·U hold in the drawn numbers
+        Wa, Ua = grid(page, "additive-w"), grid(page, "additive-u")
+        assert same(Wa, answer["additive"]["w_q"][h]) and same(Ua, answer["additive"]["w_k"][h])
+        assert caption(page, "additive-w").startswith("W:") and f"head {h}" in caption(page, "additive-w")
+        assert caption(page, "additive-u").startswith("U:") and "W_q" not in caption(page, "additive-a")
         a, B, H = grid(page, "additive-a"), grid(page, "additive-b"), grid(page, "additive-h")
-        assert same(a, split["q"][q:q + 1] @ wq) and same(B, split["k"] @ wk)
+        assert same(a, split["q"][q:q + 1] @ Wa) and same(B, split["k"] @ Ua)
         assert same(H, np.tanh(a + B))
         assert same(grid(page, "additive-row")[:, 0], H @ v) and same(S[q], H @ v)
         expect(page.locator("#qk-panel")).to_be_hidden()  # no q·k to take apart
@@ -161,6 +186,15 @@ def test_every_step_draws_what_it_names(page: Page, options: str):
     show_step(page, "softmax")
     A = grid(page, "softmax")
     words = caption(page, "softmax")
+    if variant == "gumbel":  # softmax(masked + g/τ) = softmax((s + g)/τ + M), s the scaled scores before τ
+        g = gumbel_noise((1, heads, L, L), answer["seed"])[0, h]
+        soft = grid(page, "softmax-soft") if one_hot else A
+        s_before = S * (1.0 / np.sqrt(dk))
+        assert same(soft, softmax_rows(masked + g / tau), 1e-12) and same(soft, softmax_rows((s_before + g) / tau + M), 1e-12)
+        body = page.locator("#stage-body").inner_text()
+        assert "(s + g)/τ + M" in body and f"τ = {tau:g}" in body
+        if not one_hot:
+            assert "softmax(masked scores + g/τ) = softmax((s + g)/τ + M)" in words
     if one_hot:
         rows = A[~np.isnan(masked).all(axis=1)]
         assert ((rows == 0) | (rows == 1)).all() and (rows.sum(axis=1) == 1).all() and "one-hot" in words
@@ -206,3 +240,69 @@ def test_every_step_draws_what_it_names(page: Page, options: str):
     assert same(grid(page, "output"), grid(page, "output-concat") @ W["o"])
     assert page.locator("#stage").get_attribute("data-step") == STEPS[-1]
 
+
+
+CHAPTER_OF = "async (view) => (await import('/static/js/learn/chapters.js')).CHAPTERS.find((c) => c.view.name === view).n"
+
+
+def test_the_learn_variants_chapter_draws_s_and_counts_what_its_cells_read(page: Page, api):
+    """The variants chapter of /learn (found by its view: chapters move) with Gumbel, τ = 0.1, seed 0: the
+    scores panel is s = q·k/√d_k itself, not s/τ (the formula beside it divides by τ once), the weights are the
+    API's softmax((s + g)/τ), and the caption's counts are those of the drawn cells at two decimals (most read
+    0.00, though none is 0); with straight-through every row is exactly one-hot and the caption says so."""
+    page.goto("/learn")
+    n = page.evaluate(CHAPTER_OF, "variantsView")
+    page.goto(f"/learn/{n}?variant=gumbel&temperature=0.1&seed=0")
+    expect(page.locator("#chapter-view")).to_have_attribute("data-drawn", re.compile(rf"^/learn/{n}\?"))
+    answer = api.post("/api/v1/toy", json={"variant": "gumbel", "temperature": 0.1, "seed": 0}).json()
+    q, k = np.array(answer["steps"]["split"]["q"][0]), np.array(answer["steps"]["split"]["k"][0])
+    s = q @ k.T / np.sqrt(q.shape[1])
+    g = gumbel_noise((1, answer["n_heads"], len(q), len(k)), 0)[0, 0]
+    weights = softmax_rows((s + g) / 0.1)
+    assert same(grid(page, "learn-variant-scores"), s) and same(grid(page, "learn-variant-weights"), weights, 1e-12)
+    about = page.locator("#learn-variant-about").inner_text()
+    assert "softmax((s + g) / τ)" in about and "τ = 0.1" in about and "seed 0" in about
+    said = page.locator("#chapter-caption").inner_text()
+    shown = np.round(weights, 2)
+    zeros = int((shown == 0).sum())
+    one_hot = sum(1 for row in shown if (row == 1).sum() == 1 and ((row == 0) | (row == 1)).all())
+    assert zeros > 0 and (weights > 0).all()  # the case the caption once got wrong: no exact 0, many 0.00
+    assert f"{zeros} of the {weights.size} weights read 0.00" in said and f"largest reads {weights.max():.2f}" in said
+    assert f"{one_hot} of the {len(weights)} rows read one-hot" in said and "every key gets some weight" not in said
+
+    page.locator("#learn-straight").check()
+    expect(page.locator("#chapter-view")).to_have_attribute("data-drawn", re.compile(r"straight=1"))
+    hot = grid(page, "learn-variant-weights")
+    assert same(grid(page, "learn-variant-soft"), weights, 1e-12)
+    assert ((hot == 0) | (hot == 1)).all() and (hot.argmax(axis=1) == weights.argmax(axis=1)).all()
+    assert f"all {len(hot)} rows put all their weight on one key" in page.locator("#chapter-caption").inner_text()
+
+    # The Gumbel tip, as the page shows it (and in 中文), against the API for seeds 0–9 at every τ the chapter
+    # offers: lowering τ with the seed kept makes each row's largest weight grow (or stay at 1); at the lowest τ
+    # most rows read one-hot at two decimals; the seed the tip names still splits as many rows as it says.
+    temperatures = sorted((float(x) for x in page.locator("#learn-temperatures button").evaluate_all(
+        "(buttons) => buttons.map((b) => b.dataset.value)")), reverse=True)
+    tips = {"en": page.locator("#chapter-try li").filter(has_text="Gumbel").inner_text(), "zh": page.evaluate(
+        "async () => (await import('/static/js/i18n/learn-zh.js')).default['learn.c3.try2']")}
+    named_en = re.search(r"with seed (\d+), (\w+) rows still split their weight between two keys", tips["en"])
+    named_zh = re.search(r"随机种子为 (\d+) 时，仍有(.)行把权重分给两个", tips["zh"])
+    seed, rows_split = int(named_en.group(1)), {"one": 1, "two": 2, "three": 3}[named_en.group(2)]
+    assert (int(named_zh.group(1)), "一两三".index(named_zh.group(2)) + 1) == (seed, rows_split)
+    assert f"from {temperatures[0]:g} to {temperatures[-1]:g}" in tips["en"]
+
+    one_hot = rows = 0
+    for each in range(10):
+        tops = []
+        for tau in temperatures:
+            w = np.array(api.post("/api/v1/toy", json={"variant": "gumbel", "temperature": tau, "seed": each}).json()
+                         ["steps"]["softmax"][0])
+            tops.append(w.max(axis=1))
+        for before, after in zip(tops, tops[1:], strict=False):  # τ lowered one step
+            assert ((after > before) | ((before > 1 - 1e-9) & (after > 1 - 1e-9))).all(), (each, before, after)
+        shown = np.round(w, 2)  # the lowest τ
+        hot = [(row == 1).sum() == 1 and ((row == 0) | (row == 1)).all() for row in shown]
+        one_hot, rows = one_hot + sum(hot), rows + len(hot)
+        if each == seed:
+            split = [row for row, h in zip(shown, hot, strict=True) if not h]
+            assert len(split) == rows_split and all((row > 0).sum() == 2 for row in split), shown
+    assert one_hot > rows / 2, (one_hot, rows)  # "most rows end one-hot"

@@ -6,11 +6,12 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  backwardCaption, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, indexRuns, maxAbsDiff, rescaleFactor,
-  rowDots, rowMaxima, span, tileIndex,
+  backwardCaption, captionKey, fastMemory, forwardCaption, forwardStep, gradientsAfter, gridOf, indexRuns, maxAbsDiff,
+  numberFormat, rescaleFactor, rowDots, rowMaxima, span, tileIndex,
 } from '../../static/js/figures/flash.js';
 import { flashParams, flashRequest, readFlashState, toyParams, writeFlashState } from '../../static/js/toy/flash-url.js';
 import { identityWeights } from '../../static/js/toy/url.js';
+import { has } from '../../static/js/i18n/index.js';
 
 const close = (a, b) => assert.ok(Math.abs(a - b) < 1e-15, `${a} vs ${b}`);
 
@@ -156,7 +157,7 @@ test('fast memory: the tile real sizes, counted by hand, against L × S', () => 
 });
 
 test('the backward: dQ, dK, dV summed tile by tile, worked out by hand', () => {
-  // one query q = [1], keys k = [1], [2], scale 0.5, dO = [2]; tiles of one key: P 0.25 then 0.75, dS −0.5 then 0.5
+  // one query q = [1], keys k = [1], [2], scale 0.5, dO = [2]; tiles of one key: A 0.25 then 0.75, dS −0.5 then 0.5
   const answer = {
     q: [[1]], k: [[1], [2]], v: [[10], [20]], scale: 0.5, output: [[17.5]],
     backward: {
@@ -170,7 +171,7 @@ test('the backward: dQ, dK, dV summed tile by tile, worked out by hand', () => {
   const after0 = gradientsAfter(answer, 0);
   assert.deepEqual(after0, { dq: [[-0.25]], dk: [[-0.25], [0]], dv: [[0.5], [0]] });
   const after1 = gradientsAfter(answer, 1);
-  // dQ = 0.5 · (−0.5 · 1 + 0.5 · 2) = 0.25; dK = 0.5 · dS · q; dV = P · dO
+  // dQ = 0.5 · (−0.5 · 1 + 0.5 · 2) = 0.25; dK = 0.5 · dS · q; dV = A · dO
   assert.deepEqual(after1, { dq: [[0.25]], dk: [[-0.25], [0.25]], dv: [[0.5], [1.5]] });
   assert.deepEqual(rowDots(answer.backward.upstream, answer.output), [35]);
   assert.deepEqual(backwardCaption(answer, 0).map((item) => item.key), ['flash.back.say.tile', 'flash.back.say.dkvDone']);
@@ -224,4 +225,33 @@ test('the links between /toy and /flash keep the layer and its inputs, and only 
   assert.deepEqual(Object.keys(body).sort(), ['backward', 'block_cols', 'block_rows', 'causal', 'head', 'hidden_keys', 'keys',
     'n_heads', 'queries', 'values', 'weights']);
   assert.deepEqual([body.block_rows, body.block_cols, body.head, body.backward, body.hidden_keys], [3, 1, 1, true, [0]]);
+});
+
+test('numberFormat: one way of writing the numbers of a table, so no row or column mixes "14" and "14.0000"', () => {
+  // O / ℓ of the worked example: 13 is exact, 13.999999999999998 is 14 up to float64 rounding
+  const table = [[13.794, 14.794], [13, 14 - 2e-15], [13.679, 14.679]];
+  const written = table.map((row) => row.map(numberFormat(table)));
+  const decimals = (text) => (text.split('.')[1] ?? '').length;
+  for (const row of written) assert.deepEqual(row.map(decimals), [4, 4]);
+  for (let c = 0; c < 2; c += 1) assert.deepEqual(written.map((row) => decimals(row[c])), [4, 4, 4]);
+  written.flat().forEach((text, i) => assert.ok(Math.abs(Number(text) - table.flat()[i]) <= 5e-5)); // each is its value
+  // a table of whole numbers keeps them whole; hidden values are −∞, a minus is "−", never "−0.0000"
+  assert.deepEqual([[1, -2], [null, 0]].map((row) => row.map(numberFormat([[1, -2], [null, 0]]))), [['1', '−2'], ['−∞', '0']]);
+  assert.deepEqual([-1e-9, 0.5, null].map(numberFormat([-1e-9, 0.5, null])), ['0.0000', '0.5000', '−∞']);
+});
+
+test('captionKey: a caption naming one row (or key) is worded for one, several for several', () => {
+  const step = forwardStep(handAnswer(), 2); // q0 stays at 3, q1 grows from 2 to 5: one row each
+  const keys = forwardCaption(step).map((item) => [item.key, item.rows.length, captionKey(item)]);
+  assert.deepEqual(keys, [
+    ['flash.say.grew', 1, 'flash.say.grew.one'],
+    ['flash.say.same', 1, 'flash.say.same'], // "the row maximum stayed the same in …" reads for one and for several
+    ['flash.say.done', 2, 'flash.say.done'],
+  ]);
+  assert.equal(captionKey({ key: 'flash.back.say.dkvDone', keys: [3] }), 'flash.back.say.dkvDone.one');
+  assert.equal(captionKey({ key: 'flash.back.say.dqDone', rows: [0, 1] }), 'flash.back.say.dqDone');
+  assert.equal(captionKey({ key: 'flash.back.say.tile' }), 'flash.back.say.tile');
+  for (const key of ['grew', 'first', 'hidden', 'done'].map((k) => `flash.say.${k}`).concat(['flash.back.say.dqDone', 'flash.back.say.dkvDone'])) {
+    assert.ok(has(captionKey({ key, rows: [0] })) && captionKey({ key, rows: [0] }) === `${key}.one`, key); // worded in the dictionary
+  }
 });

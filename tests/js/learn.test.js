@@ -1,11 +1,16 @@
 // The learning path's pure modules: the √d_k saturation demo (static/js/learn/saturation.js) against the
-// formulas it illustrates, written here, and the progress kept in storage (static/js/learn/progress.js).
+// formulas it illustrates, written here, the progress kept in storage (static/js/learn/progress.js), and the
+// numbers the later chapters work out (static/js/learn/measures.js) against the definitions, written out here
+// on matrices small enough to check by hand.
 import './browser-globals.js';
 import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import { WIDTHS, gaussian, sampleRow, saturation, saturationFigure, seededRandom } from '../../static/js/learn/saturation.js';
 import { CHAPTERS, SEEN_KEY, markSeen, nextUnseen, readSeen, readText, resetSeen, storeText } from '../../static/js/learn/progress.js';
+import {
+  linearAttention, maxAbsDiff, phi, repeatScores, repeatedHalves, rowSpread, strongest, tileOrder,
+} from '../../static/js/learn/measures.js';
 
 const mean = (xs) => xs.reduce((s, x) => s + x, 0) / xs.length;
 const variance = (xs) => mean(xs.map((x) => (x - mean(xs)) ** 2));
@@ -89,7 +94,10 @@ test('progress: chapters seen are kept once each, sorted, and bad data counts as
   assert.deepEqual(readSeen(storage), [1, 3]);
   assert.equal(storage.getItem(SEEN_KEY), '[1,3]');
   assert.equal(nextUnseen(readSeen(storage)), 2);
-  assert.equal(nextUnseen([1, 2, 3, 4, 5, 6, 7, 8, 9]), null);
+  assert.equal(CHAPTERS, 12);
+  assert.equal(nextUnseen([1, 2, 3, 4, 5, 6, 7, 8, 9]), 10);
+  assert.equal(nextUnseen(Array.from({ length: 12 }, (_, i) => i + 1)), null);
+  assert.equal(SEEN_KEY, 'attnscope.learn.seen.12', 'the nine-chapter numbering (attnscope.learn.seen) is not read');
   storage.setItem(SEEN_KEY, 'not json');
   assert.deepEqual(readSeen(storage), []);
   storage.setItem(SEEN_KEY, '[2, "x", 2.5, 9]');
@@ -110,4 +118,58 @@ test('progress: the sentence is kept, a blank one is not, and a refusing storage
   assert.equal(readText(refusing), null);
   storeText(refusing, 'x');
   resetSeen(refusing);
+});
+
+test('contexts: the spread is the largest gap between two rows in one column', () => {
+  assert.equal(rowSpread([[1, 5], [1, 5]]), 0);
+  assert.equal(rowSpread([[1, 5], [4, 4], [2, 7]]), 3); // column 0: 4 − 1; column 1: 7 − 4
+});
+
+test('linear attention from its state equals φ(q)·φ(k) / Σ times V, written out with an N × N matrix', () => {
+  const q = [[1, -2], [0.5, 0], [-1, 3]];
+  const k = [[0, 1], [-0.5, 2], [2, -1], [1, 1]];
+  const v = [[1, 2, 3], [0, -1, 4], [2, 2, 2], [-3, 1, 0]];
+  assert.equal(phi(2), 3);
+  assert.equal(phi(0), 1);
+  assert.ok(Math.abs(phi(-1) - Math.exp(-1)) < 1e-15);
+  const fq = q.map((r) => r.map((x) => (x > 0 ? x + 1 : Math.exp(x))));
+  const fk = k.map((r) => r.map((x) => (x > 0 ? x + 1 : Math.exp(x))));
+  const scores = fq.map((a) => fk.map((b) => a[0] * b[0] + a[1] * b[1])); // (3, 4), all > 0
+  const weights = scores.map((row) => row.map((s) => s / row.reduce((x, y) => x + y, 0)));
+  const expected = weights.map((row) => [0, 1, 2].map((j) => row.reduce((s, w, i) => s + w * v[i][j], 0)));
+  const { state, normaliser, output } = linearAttention(q, k, v);
+  assert.equal(state.length, 2); // d_keys × d_values, whatever the number of keys
+  assert.equal(state[0].length, 3);
+  assert.equal(normaliser.length, 2);
+  assert.ok(maxAbsDiff(output, expected) < 1e-12, `${maxAbsDiff(output, expected)}`);
+  assert.ok(Math.abs(normaliser[1] - fk.reduce((s, r) => s + r[1], 0)) < 1e-15);
+});
+
+test('the tiles are numbered in the order computed, each covering its rows and keys', () => {
+  const tiles = [{ rows: [0, 2], cols: [0, 3] }, { rows: [0, 2], cols: [3, 4] }, { rows: [2, 3], cols: [0, 3] }, { rows: [2, 3], cols: [3, 4] }];
+  assert.deepEqual(tileOrder(tiles, 3, 4), [[1, 1, 1, 2], [1, 1, 1, 2], [3, 3, 3, 4]]);
+});
+
+test('a text written twice: its halves, and the three scores of made-up heads that do each job exactly', () => {
+  const token = (text, special = false) => ({ text, special });
+  const twice = ['[CLS]', 'a', 'b', 'c', 'a', 'b', 'c', '[SEP]'].map((x) => token(x, x.startsWith('[')));
+  assert.deepEqual(repeatedHalves(twice), { start: 1, half: 3 });
+  assert.equal(repeatedHalves(['[CLS]', 'a', 'b', 'c', 'a', 'c', 'b', '[SEP]'].map((x) => token(x, x.startsWith('[')))), null);
+  assert.equal(repeatedHalves([token('[CLS]', true), token('a'), token('[SEP]', true)]), null);
+  const n = twice.length;
+  const { start, half } = repeatedHalves(twice);
+  // head 0: every row on the token before; head 1: on the same token the first time (itself before that);
+  // head 2: on the token after it the first time (itself before that); head 3: even over all n tokens
+  const target = (head, i) => {
+    if (head === 0) return Math.max(i - 1, 0);
+    if (i < start + half || i >= start + 2 * half) return i;
+    return head === 1 ? i - half : i - half + 1;
+  };
+  const weight = (i, j, layer, head) => (head === 3 ? 1 / n : Number(j === target(head, i)));
+  const scores = repeatScores(weight, 1, 4, { start, half });
+  assert.deepEqual(scores.previous[0].slice(0, 3), [1, 0, 0]);
+  assert.deepEqual(scores.duplicate[0].slice(0, 3), [0, 1, 0]);
+  assert.deepEqual(scores.induction[0].slice(0, 3), [0, 0, 1]);
+  for (const kind of ['previous', 'duplicate', 'induction']) assert.ok(Math.abs(scores[kind][0][3] - 1 / n) < 1e-15);
+  assert.deepEqual(strongest(scores.induction), { layer: 0, head: 2, value: 1 });
 });

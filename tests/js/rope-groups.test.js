@@ -117,3 +117,34 @@ test('a trace without RoPE or groups keeps the plain split step', () => {
   assert.deepEqual(spec.items.map((item) => item.key).filter(Boolean), ['split-q-full', 'split-q', 'split-k-full', 'split-k', 'split-v-full', 'split-v']);
   assert.match(captionText(itemOf(spec, 'split-k')), /^K_h = K\[:, 4:8\]/);
 });
+
+test('the angles caption lists the pairs it lists with an ellipsis where it skips, as the chart writes them', () => {
+  // d_head 8: four pairs with θ_i = 10000^(−2i/8), worked out here; at position 5 the angles are 5, 0.5, 0.05, 0.005
+  const [n, dHead, base, position] = [6, 8, 10000, 5];
+  const m = (seed, rows, cols) => Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => Math.sin(seed + 3 * i + j)));
+  const square = (seed) => [m(seed, n, n)];
+  const trace = {
+    model: 'tiny-mistral', layer: 0, d_model: 32, n_heads: 4, d_head: dHead, heads: [1], kv_head: [0], scale: 0.35,
+    tokens: Array.from({ length: n }, (_, p) => ({ text: `t${p}`, display: `t${p}`, start: p, end: p + 1, special: false, segment: 0 })),
+    rope: { theta: base, scaling: null, frequencies: [0, 1, 2, 3].map((i) => base ** (-2 * i / dHead)) },
+    steps: {
+      input: m(0, n, 32), project: { q: m(1, n, 32), k: m(2, n, 16), v: m(3, n, 16) },
+      split: { q: [m(4, n, dHead)], k: [m(5, n, dHead)], v: [m(6, n, dHead)] },
+      scores: square(7), scale: square(7), mask: square(7), softmax: square(8), weighted_sum: [m(9, n, dHead)],
+      concat: m(10, n, 32), output: m(11, n, 32),
+    },
+    rotated: { q: [m(12, n, dHead)], k: [m(13, n, dHead)] },
+  };
+  const item = itemOf(stepSpec(fromTrace(trace, { nKvHeads: 2 }), 'split', { head: 1, query: position, width: 1400 }), 'split-angles');
+  const said = captionText(item).match(/: (i = .*) · θ_i/)[1].split(' · ');
+  const exact = [0, 1, 2, 3].map((i) => position * base ** (-2 * i / dHead));
+  // pairs 0 and 1, an ellipsis for pair 2, then the last pair: never a jump without one
+  assert.deepEqual(said.map((part) => (part === '…' ? null : Number(part.match(/^i = (\d+):/)[1]))), [0, 1, null, 3]);
+  const drawn = item.figure.data[0].text[0]; // the numbers written in the chart's cells
+  for (const part of said.filter((p) => p !== '…')) {
+    const [, i, value] = part.match(/^i = (\d+): (.+)$/);
+    assert.equal(value, drawn[Number(i)], `pair ${i}: the caption and the chart write the same number`);
+    const decimals = (value.split('.')[1] ?? '').length; // and that number is the angle, rounded to what it shows
+    assert.ok(Math.abs(Number(value) - exact[Number(i)]) <= 0.5 * 10 ** -decimals + 1e-12, `${value} vs ${exact[i]}`);
+  }
+});

@@ -18,3 +18,15 @@ test('fewer lengths than six: all of them; none: null', () => {
   assert.deepEqual(longestMean({ 10: 0.5, 12: 1 }), { from: 10, to: 12, mean: 0.75 });
   assert.equal(longestMean({}), null);
 });
+
+test('the alignment before any evaluation is an empty frame: no axes whose titles would overlap', async () => {
+  await import('./browser-globals.js');
+  const { alignmentFigure } = await import('../../static/js/figures/seq2seq.js');
+  const empty = alignmentFigure({ source: [], target: [], weights: [] });
+  assert.deepEqual(empty.data, []);
+  assert.equal(empty.layout.xaxis.visible, false);
+  assert.equal(empty.layout.yaxis.visible, false);
+  const drawn = alignmentFigure({ source: ['a', 'b'], target: ['b'], weights: [[0.25, 0.75]] });
+  assert.deepEqual(drawn.data[0].z, [[0.25, 0.75]]);
+  assert.notEqual(drawn.layout.xaxis.visible, false);
+});

@@ -9,7 +9,9 @@ export const BACKWARD_STEPS = Object.freeze([
   'output', 'concat', 'weighted_sum', 'v', 'softmax', 'scores', 'q', 'k', 'weights', 'biases', 'inputs',
 ]);
 
-// Notation written beside each step (not translated: the notes' symbols). {h} is the head.
+// Notation written beside each step (not translated: the notes' symbols). One name each, app-wide:
+// A the attention weights and dA their gradient; dQ, dK, dV the projections' outputs' gradients
+// (the notes' dProj); W, U and v the additive scorer's own parameters (never W_q, W_k: the projections).
 export const FORMULAS = Object.freeze({
   output: 'dY = ∂L/∂Y',
   concat: 'dC = dY · W_oᵀ',
@@ -19,17 +21,17 @@ export const FORMULAS = Object.freeze({
   scores: 'dS_h = A_h ⊙ (dA_h − rowsum(dA_h ⊙ A_h)) × scale',
   q: 'dQ_h = dS_h · K_h',
   k: 'dK_h = dS_hᵀ · Q_h',
-  weights: 'dW = Xᵀ · dP  (dW_o = Cᵀ · dY)',
-  biases: 'db = Σ_t dP[t]',
-  inputs: 'dX = dP · Wᵀ',
+  weights: 'dW_o = Cᵀ · dY,  dW_v = X_vᵀ · dV,  dW_k = X_kᵀ · dK,  dW_q = X_qᵀ · dQ',
+  biases: 'db_o = Σ_t dY[t],  db_v = Σ_t dV[t],  db_k = Σ_t dK[t],  db_q = Σ_t dQ[t]',
+  inputs: 'dX_q = dQ · W_qᵀ,  dX_k = dK · W_kᵀ,  dX_v = dV · W_vᵀ',
 });
 
 // The scores' and q's / k's formulas where a variant changes them.
 export const VARIANT_FORMULAS = Object.freeze({
   'scores.none': 'dS_h = 0  (A_h one-hot)',
   'scores.straight_through': 'dS_h = Ã_h ⊙ (dA_h − rowsum(dA_h ⊙ Ã_h)) × scale  (Ã_h soft)',
-  'q.additive': 'dq_i = Σ_j dS_ij · (v ⊙ (1 − tanh²(q_i W_q + k_j W_k))) · W_qᵀ',
-  'k.additive': 'dk_j = Σ_i dS_ij · (v ⊙ (1 − tanh²(q_i W_q + k_j W_k))) · W_kᵀ',
+  'q.additive': 'dq_i = Σ_j dS_ij · (v ⊙ (1 − tanh²(q_i W + k_j U))) · Wᵀ',
+  'k.additive': 'dk_j = Σ_i dS_ij · (v ⊙ (1 − tanh²(q_i W + k_j U))) · Uᵀ',
 });
 
 /** The formula written beside a step of this answer. */
@@ -77,10 +79,10 @@ export function backwardSteps(answer, head) {
     ['k', [pair('k', `dK_${h}`, columns(s.project.k, h * dk, (h + 1) * dk), `K_${h}`, g.k[h], k)]],
     ['weights', [
       ...['o', 'v', 'k', 'q'].map((w) => pair(`w_${w}`, `dW_${w}`, f.weights[w], `W_${w}`, g[`w_${w}`], null)),
-      ...(g.additive_w_q ? [ // the additive scorer's own parameters, this head's
-        pair('additive_w_q', `d(add.W_q)_${h}`, f.additive.w_q[h], `add.W_q_${h}`, g.additive_w_q[h], null),
-        pair('additive_w_k', `d(add.W_k)_${h}`, f.additive.w_k[h], `add.W_k_${h}`, g.additive_w_k[h], null),
-        pair('additive_v', `d(add.v)_${h}`, [f.additive.v[h]], `add.v_${h}`, [g.additive_v[h]], ['']),
+      ...(g.additive_w_q ? [ // the additive scorer's own parameters W, U, v (the answer's w_q, w_k, v), this head's
+        pair('additive_w_q', `dW[${h}]`, f.additive.w_q[h], `W[${h}]`, g.additive_w_q[h], null),
+        pair('additive_w_k', `dU[${h}]`, f.additive.w_k[h], `U[${h}]`, g.additive_w_k[h], null),
+        pair('additive_v', `dv[${h}]`, [f.additive.v[h]], `v[${h}]`, [g.additive_v[h]], ['']),
       ] : []),
     ]],
     ['biases', ['o', 'v', 'k', 'q'].map((w) => pair(`b_${w}`, `db_${w}`, null, null, [g[`b_${w}`]], ['']))],

@@ -124,7 +124,7 @@ export function forwardCaption(step) {
  * The numbers fast memory holds during tile `tile` (its real sizes: a last block may be shorter) against
  * the L × S matrix standard attention materialises. Forward: the Q block, K and V blocks, the tile's
  * scores (turned into exp(s − m) in place), m and ℓ of its rows, and its rows' running O. Backward: the
- * Q, K, V blocks, dO and D of its rows, m and ℓ, the tile's P and dS, and the dQ, dK, dV blocks it adds to;
+ * Q, K, V blocks, dO and D of its rows, m and ℓ, the tile's A and dS, and the dQ, dK, dV blocks it adds to;
  * standard attention's backward holds the L × S weights and their L × S gradient.
  */
 export function fastMemory(answer, tile, backward = false) {
@@ -149,7 +149,7 @@ const zeros = (rows, cols) => Array.from({ length: rows }, () => new Array(cols)
 /**
  * The backward's dQ, dK, dV after backward tile `i` (every tile up to it added, skipped ones add nothing):
  *   dV_block += Pᵀ · dO_rows,   dQ_rows += scale · dS · K_block,   dK_block += scale · dSᵀ · Q_rows.
- * From the answer's q, k, scale, upstream dO and each tile's P and dS.
+ * From the answer's q, k, scale, upstream dO and each tile's A and dS.
  */
 export function gradientsAfter(answer, i) {
   const { q, k, scale } = answer;
@@ -179,15 +179,15 @@ export function gradientsAfter(answer, i) {
   return { dq: dQ, dk: dK, dv: dV };
 }
 
-/** D = rowsum(dO ⊙ O) of each row: the part of dP every weight's gradient subtracts. */
+/** D = rowsum(dO ⊙ O) of each row: the part of dA every weight's gradient subtracts. */
 export function rowDots(upstream, output) {
   return upstream.map((row, r) => row.reduce((sum, x, d) => sum + x * output[r][d], 0));
 }
 
 /**
  * What a backward tile's caption says (keys as forwardCaption's):
- *   flash.back.say.skipped {}        every score hidden: P and dS are 0, nothing is added
- *   flash.back.say.tile    {}        P recomputed from the saved m and ℓ, dS = P ⊙ (dP − D), the sums grow
+ *   flash.back.say.skipped {}        every score hidden: A and dS are 0, nothing is added
+ *   flash.back.say.tile    {}        A recomputed from the saved m and ℓ, dS = A ⊙ (dA − D), the sums grow
  *   flash.back.say.dqDone  {rows}    the last key block of these rows: their dQ is final
  *   flash.back.say.dkvDone {keys}    the last query block for these keys: their dK and dV are final
  */
@@ -209,4 +209,40 @@ export function maxAbsDiff(a, b) {
     if (x !== null && y !== null) worst = Math.max(worst, Math.abs(x - y));
   }));
   return worst;
+}
+
+/** A number with `digits` decimals, "−" for minus and never "−0.0000". */
+function fixed(value, digits) {
+  const text = value.toFixed(digits);
+  return Number(text) === 0 ? (0).toFixed(digits) : text.replace('-', '−');
+}
+
+/**
+ * One way of writing every number of a table or a list, so that a row or a column never mixes two: whole numbers
+ * as they are when every value is whole, else four decimals for all (13.99999999 and 13 beside 13.6790 read
+ * 14.0000 and 13.0000, not 14.0000 beside 13); hidden values (null) as −∞.
+ * @param {Array<number|null|Array<number|null>>} values a matrix or a list
+ * @returns {(value: number|null) => string}
+ */
+export function numberFormat(values) {
+  const whole = values.flat().every((value) => value === null || Number.isInteger(value));
+  return (value) => {
+    if (value === null || value === undefined) return '−∞';
+    return whole ? String(value).replace('-', '−') : fixed(value, 4);
+  };
+}
+
+// The captions whose wording changes with how many rows (or keys) they name.
+const COUNTED = new Set([
+  'flash.say.grew', 'flash.say.first', 'flash.say.hidden', 'flash.say.done', 'flash.back.say.dqDone', 'flash.back.say.dkvDone',
+]);
+
+/**
+ * The dictionary key that says `item` (a caption item of forwardCaption or backwardCaption) for as many rows or
+ * keys as it names: `<key>.one` for one where the wording changes with the count ("q3 meets its first visible
+ * key", "q0 and q1 meet their first …"), else the key itself.
+ */
+export function captionKey(item) {
+  const named = item.rows ?? item.keys ?? [];
+  return named.length === 1 && COUNTED.has(item.key) ? `${item.key}.one` : item.key;
 }

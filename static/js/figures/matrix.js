@@ -254,6 +254,18 @@ export function matrixFigure({
       tickfont: { size: labels.font },
     });
     bottom = labels.bottom;
+  } else if (colPx) {
+    // numbered columns of a known width: as many numbers as fit side by side (upright, every k-th, when
+    // they do not fit across), never Plotly's own choice, which lets narrow columns' numbers overlap
+    const labels = columnLabels(x.map(String), colPx, Math.min(maxColTicks, cols));
+    Object.assign(xaxis, {
+      tickmode: 'array',
+      tickvals: labels.ticks.map((j) => colOffset + j),
+      ticktext: labels.ticks.map((j) => String(colOffset + j)),
+      tickangle: labels.angle,
+      tickfont: { size: labels.font },
+    });
+    bottom = labels.bottom;
   } else if (cols <= NUMBERS_MAX) {
     Object.assign(xaxis, { tickmode: 'array', tickvals: x, ticktext: x.map(String) });
   } else {

@@ -24,6 +24,9 @@ const charLabel = (c) => (c === ' ' ? '␣' : escapeForPlotly(c));
  * @param {{source: string[], target: string[], weights: number[][], height?: number}} alignment
  */
 export function alignmentFigure({ source, target, weights, height = 420 }) {
+  if (weights.length === 0) { // before the first evaluation: an empty frame, no axes to title
+    return { data: [], layout: { ...LAYOUT, height, margin: { t: 8, r: 8, b: 8, l: 8 }, xaxis: { visible: false }, yaxis: { visible: false } } };
+  }
   const xs = source.map((_, i) => i);
   const ys = target.map((_, i) => i);
   const sourceLabels = source.map(charLabel);

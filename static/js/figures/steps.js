@@ -46,6 +46,7 @@ export const STEPS = Object.freeze([
  * @property {string} positions none, sinusoidal (added to the inputs), rope (q and k rotated), alibi (a bias)
  * @property {{w_q: number[][][], w_k: number[][][], v: number[][]}|null} additive Bahdanau's parameters per head
  * @property {number|null} [nKvHeads] a model's key-value heads (grouped-query attention when fewer than nHeads)
+ * @property {number|null} [window] the layer's sliding window: query i sees keys i − window + 1 … i (null: none)
  * @property {{q: number[][][], k: number[][][]}|null} [rotated] a RoPE model's q and k after the rotation
  *   (steps.split holds them before it); the scores are made of these
  * @property {{theta: number, scaling: object|null, frequencies: number[]}|null} [rope] a RoPE model's settings
@@ -53,9 +54,10 @@ export const STEPS = Object.freeze([
 
 /**
  * A /api/v1/trace response -> StepData (tokens labelled by their readable form, ⟨UNK⟩ marked).
- * `nKvHeads`: the model's key-value heads (GET /api/v1/models n_kv_heads), for grouped-query attention.
+ * `nKvHeads`: the model's key-value heads (GET /api/v1/models n_kv_heads), for grouped-query attention;
+ * `window`: the traced layer's sliding window (GET /api/v1/models window and window_layers), null for none.
  */
-export function fromTrace(trace, { nKvHeads = null } = {}) {
+export function fromTrace(trace, { nKvHeads = null, window = null } = {}) {
   const labels = trace.tokens.map((token) => tokenLabel(token));
   return {
     source: 'trace',
@@ -82,6 +84,7 @@ export function fromTrace(trace, { nKvHeads = null } = {}) {
     positions: trace.rotated ? 'rope' : 'none',
     additive: null,
     nKvHeads: nKvHeads ?? trace.n_heads,
+    window, // the layer's sliding window (keys a query sees, itself included); null: none
     rotated: trace.rotated ?? null,
     rope: trace.rope ?? null,
   };
@@ -167,13 +170,14 @@ function rowTimes(x, W) {
 }
 
 /**
- * Bahdanau's (additive) scores of one query, worked out: a = q·W_q (the query's part, 1 × A),
- * B = K·W_k (each key's part, S × A), H = tanh(a + B_j) (one hidden vector per key, S × A) and
+ * Bahdanau's (additive) scores of one query, worked out with the scorer's own parameters W, U, v
+ * (the answer's additive.w_q, w_k, v; not the projections W_q, W_k): a = q·W (the query's part, 1 × A),
+ * B = K·U (each key's part, S × A), H = tanh(a + B_j) (one hidden vector per key, S × A) and
  * s_j = H_j·v (the query's row of scores, S).
  * @param {number[]} q the query (d_keys)
  * @param {number[][]} K the keys (S × d_keys)
- * @param {number[][]} wq W_q (d_keys × A)
- * @param {number[][]} wk W_k (d_keys × A)
+ * @param {number[][]} wq W (d_keys × A)
+ * @param {number[][]} wk U (d_keys × A)
  * @param {number[]} v (A)
  */
 export function additiveRow(q, K, wq, wk, v) {
@@ -281,6 +285,9 @@ export function movedKeys({ size, keys }, direction) {
 // ---- layout pieces --------------------------------------------------------------
 
 const plot = (area, key, caption, figure) => ({ type: 'plot', area, key, caption, figure });
+// Below this stage width (a phone) the softmax step and the query/key view stack their panels, each at the
+// full width: side by side they were slivers (51 px each for q and K_h at 390 px).
+const STACKED_PX = 600;
 const op = (area, text, id = null, small = false) => ({ type: 'op', area, text, id, small });
 
 /** Pixel sizes of one row for each kind of matrix, from the number of tokens drawn. */
@@ -518,14 +525,20 @@ export function splitFacts(T, head) {
   };
 }
 
-/** A number of radians as the captions write it: 3 significant digits (0 as 0). */
-function radians(x) {
-  return x === 0 ? '0' : Math.abs(x) >= 100 ? x.toFixed(0) : String(+x.toPrecision(3));
+/**
+ * The pairs whose angles a caption lists, in order: the first two and the last of `n`, with null where pairs
+ * between two listed ones are left out (written as an ellipsis).
+ */
+export function listedPairs(n) {
+  const pairs = [...new Set([0, 1, n - 1])].filter((i) => i >= 0 && i < n);
+  return pairs.flatMap((i, k) => (k > 0 && i > pairs[k - 1] + 1 ? [null, i] : [i]));
 }
 
-/** The pairs whose angles a caption lists: the first two and the last. */
-function listedPairs(n) {
-  return [...new Set([0, 1, n - 1])].filter((i) => i >= 0 && i < n);
+/** "i = 0: 5 · i = 1: 0.50 · … · i = 5: 0.01": the listed pairs' angles, written as the angles' chart writes them. */
+export function ropeAngleList(angles) {
+  return listedPairs(angles.length)
+    .map((i) => (i === null ? '…' : t('walk.cap.ropePair', { i, angle: formatCell(angles[i]) })))
+    .join(' · ');
 }
 
 function splitStep(T, c) {
@@ -617,7 +630,7 @@ function ropeSplitStep(T, c) {
   }
   const half = T.dHead / 2;
   const angles = ropeAngles(T.rope.frequencies, c.q);
-  const listed = listedPairs(half).map((i) => t('walk.cap.ropePair', { i, angle: radians(angles[i]) })).join(' · ');
+  const listed = ropeAngleList(angles);
   const scaling = ropeScalingText(T.rope);
   items.push(plot('an', 'split-angles',
     labelled('walk.cap.ropeAngles', {
@@ -683,8 +696,8 @@ function scoresStep(T, c) {
 }
 
 /**
- * Additive (Bahdanau) scores: the chosen query's row worked out (a = q·W_q, B = K_h·W_k,
- * H = tanh(a + B_j), s = H·v) above the whole score matrix, that row outlined.
+ * Additive (Bahdanau) scores: the scorer's own W and U (d_keys × A), then the chosen query's row worked
+ * out (a = q·W, B = K_h·U, H = tanh(a + B_j), s = H·v) above the whole score matrix, that row outlined.
  */
 function additiveScoresStep(T, c) {
   const S = T.steps.scores[c.slot];
@@ -699,17 +712,24 @@ function additiveScoresStep(T, c) {
   const range = signedRange(S);
   const label = { query: c.q, label: c.qLabel };
   const keyRows = { ...c.kRows, rowName: T.keyName, cellPx: cell, colorbar: false };
-  // a above B (one query's part added to every key's), then across: B → tanh → H · v = the row; S below.
+  const dims = (n) => Array.from({ length: n }, (_, i) => String(i));
+  const parameter = (z) => matrixFigure({
+    z, rowLabels: dims(z.length), rowName: t('walk.word.dim'), colName: t('walk.word.dim'), cellPx: Math.max(cell, 26),
+    colorbar: false, range: signedRange(wq, wk), numbers: z.length <= NUMBERS_MAX && A <= NUMBERS_MAX,
+  });
+  // W and U first; a above B (one query's part added to every key's), then across: B → tanh → H · v = the row; S below.
   const layout = narrow
-    ? { columns: 'minmax(0, 1fr)', areas: ['a', 'plus', 'b', 'tanh', 'h', 'dot', 'v', 'eq', 'row', 's'] } // ui-text: not UI (CSS grid templates)
+    ? { columns: 'minmax(0, 1fr)', areas: ['w', 'u', 'a', 'plus', 'b', 'tanh', 'h', 'dot', 'v', 'eq', 'row', 's'] } // ui-text: not UI (CSS grid templates)
     : {
       columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto auto auto auto', // ui-text: not UI (CSS grid templates)
-      areas: ['a . . . . . .', 'plus . . . . . .', 'b tanh h dot v eq row', 's s s s s s s'], // ui-text: not UI (CSS grid templates)
+      areas: ['w . u . . . .', 'a . . . . . .', 'plus . . . . . .', 'b tanh h dot v eq row', 's s s s s s s'], // ui-text: not UI (CSS grid templates)
     };
   return {
     ...layout,
     overview: overview(c, S, { range, keys: true }),
     items: [
+      plot('w', 'additive-w', t('walk.cap.additiveW', { head: c.head, shape: shape(wq.length, A) }), parameter(wq)),
+      plot('u', 'additive-u', t('walk.cap.additiveU', { head: c.head, shape: shape(wk.length, A) }), parameter(wk)),
       plot('a', 'additive-a', labelled('walk.cap.additiveA', { ...label, A }),
         matrixFigure({
           z: [a], rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, cellPx: Math.max(cell, 26), colorbar: false,
@@ -769,6 +789,18 @@ function scaleStep(T, c) {
   };
 }
 
+/**
+ * The note beside the mask step: a sliding window's (its width W, the W − 1 keys before the query it keeps, and,
+ * when the input is no longer than the window, that it hides no more than the causal mask), the causal mask's,
+ * "nothing is hidden", or none (a mask or a bias the captions say).
+ */
+function maskNote(T, c, masked) {
+  if (T.window) {
+    return { noteKey: c.L > T.window ? 'window' : 'windowShort', noteValues: { window: T.window, before: T.window - 1, n: c.L } };
+  }
+  return { noteKey: T.causal ? 'causal' : masked ? null : 'noMask' };
+}
+
 function maskStep(T, c) {
   const scaled = T.steps.scale[c.slot];
   const masked = T.steps.mask[c.slot];
@@ -783,7 +815,7 @@ function maskStep(T, c) {
   return {
     columns: narrow ? 'minmax(0, 1fr) auto minmax(0, 1fr)' : 'minmax(0, 1fr) auto minmax(0, 1fr) auto minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
     areas: narrow ? ['ss plus m', '. eq mm'] : ['ss plus m eq mm'], // ui-text: not UI (CSS grid templates)
-    noteKey: T.causal ? 'causal' : hidden || biased ? null : 'noMask',
+    ...maskNote(T, c, hidden || biased),
     overview: overview(c, masked, { range, keys: true }),
     items: [
       plot('ss', 'mask-before', t('walk.cap.maskBefore', { shape: shape(c.L, c.S) }),
@@ -808,10 +840,11 @@ function softmaxStep(T, c) {
   const row = full.slice(c.keys.start, c.keys.end);
   const sum = (values) => values.reduce((total, x) => total + x, 0);
   const shownA = c.QK(A);
+  const stacked = c.width < STACKED_PX; // a phone: the weights, (the soft weights) and the bars one under another
   // Weights on a scale up to the drawn window's largest: a few keys ([CLS], [SEP]) often take
   // most of the weight, which would leave every other drawn cell white.
   const heat = squareMap(T, c, shownA, {
-    kind: 'weights', range: valueMax(shownA), fraction: 0.5, minCell: 24, cellPx: Math.min(c.size.square, 26),
+    kind: 'weights', range: valueMax(shownA), fraction: stacked ? 0.9 : 0.5, minCell: 24, cellPx: Math.min(c.size.square, 26),
   });
   const label = { query: c.q, label: c.qLabel };
   const caption = c.keys.windowed
@@ -822,10 +855,15 @@ function softmaxStep(T, c) {
   const rowsSum = t(everyRowSeesAKey(T.steps.mask[c.slot]) ? 'walk.cap.rowsSumOne' : 'walk.cap.rowsSumOneOrZero');
   const soft = T.soft ? T.soft[c.slot] : null; // a hard variant: its soft weights beside the one-hot ones
   const softItems = soft ? [plot('soft', 'softmax-soft', t('toy.soft.caption', { shape: shape(c.L, c.S) }),
-    squareMap(T, c, c.QK(soft), { kind: 'weights', range: valueMax(c.QK(soft)), fraction: 0.33, minCell: 24, cellPx: Math.min(c.size.square, 26) }))] : [];
+    squareMap(T, c, c.QK(soft), { kind: 'weights', range: valueMax(c.QK(soft)), fraction: stacked ? 0.9 : 0.33, minCell: 24, cellPx: Math.min(c.size.square, 26) }))] : [];
+  const layout = stacked
+    ? { columns: 'minmax(0, 1fr)', areas: soft ? ['a', 'soft', 'bars'] : ['a', 'bars'] } // ui-text: not UI (CSS grid templates)
+    : {
+      columns: soft ? 'minmax(0, 1fr) minmax(0, 1fr) minmax(0, 1fr)' : 'minmax(0, 1fr) minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
+      areas: [soft ? 'a soft bars' : 'a bars'], // ui-text: not UI (CSS grid templates)
+    };
   return {
-    columns: soft ? 'minmax(0, 1fr) minmax(0, 1fr) minmax(0, 1fr)' : 'minmax(0, 1fr) minmax(0, 1fr)', // ui-text: not UI (CSS grid templates)
-    areas: [soft ? 'a soft bars' : 'a bars'], // ui-text: not UI (CSS grid templates)
+    ...layout,
     overview: overview(c, A, { kind: 'weights', range: valueMax(A), keys: true }),
     items: [
       plot('a', 'softmax', t(`walk.cap.weights.${weighting}`, { shape: shape(c.L, c.S), rows: rowsSum }), heat),
@@ -833,7 +871,7 @@ function softmaxStep(T, c) {
       plot('bars', 'softmax-bars', caption,
         barsFigure({
           values: row, labels: c.kCols.colLabels, offset: c.keys.start, name: T.keyName, height: heat.layout.height,
-          barPx: (c.width / 2 - 80) / c.nk,
+          barPx: ((stacked ? c.width : c.width / 2) - 80) / c.nk,
         })),
     ],
   };
@@ -943,7 +981,8 @@ const BUILDERS = {
  * One step as a grid of items: {columns, areas, items, noteKey, overview, windows}. `columns` and
  * `areas` are CSS grid-template values; each item is a plot ({area, key, caption, figure}; a
  * caption is a string or parts: strings and {data} for quoted token text) or an operator
- * ({area, text, id}). noteKey names a note of i18n/steps.js (noMask, causal) or is null.
+ * ({area, text, id}). noteKey names a note of i18n/steps.js (noMask, causal, window, windowShort) or is null;
+ * noteValues fill its placeholders.
  * `overview` is null, or (when the token axes are windowed) the step's whole main matrix with
  * the windows, for figures/matrix.js overviewFigure; `windows` are the windows drawn.
  * @param {StepData} T
@@ -954,7 +993,7 @@ export function stepSpec(T, step, selection) {
   const build = BUILDERS[step];
   if (!build) throw new Error(`unknown step ${step}`); // ui-text: not UI (a programming error)
   const c = context(T, selection);
-  return { noteKey: null, ...build(T, c), windows: { size: c.windowSize, rows: c.rows, keys: c.keys } };
+  return { noteKey: null, noteValues: {}, ...build(T, c), windows: { size: c.windowSize, rows: c.rows, keys: c.keys } };
 }
 
 const QK_FIXED_PX = 228; // the query/key grid's width outside its two 1fr columns (measured: 706 − 2 × 239 at 800 px)
@@ -978,12 +1017,15 @@ export function queryKeySpec(T, selection) {
   // The two 1fr columns share what the sums (76 px), the two operators (about 104 px) and the grid's four
   // 12 px gaps leave of the width; q and K_h have row labels in them, the products none. Numbers are written
   // only in cells wide enough for them (at 800 px, d_head 8 gives K_h 22 px columns: too narrow for "−4.36").
-  const panel = (c.width - QK_FIXED_PX) / 2;
+  const stacked = c.width < STACKED_PX;
+  const panel = stacked ? c.width : (c.width - QK_FIXED_PX) / 2;
   const labelledCol = (panel - left - 6) / T.dHead;
   const bareCol = (panel - 12) / T.dHead;
+  const layout = stacked
+    ? { columns: 'minmax(0, 1fr)', areas: ['q', 'k', 'x', 'p', 'eq', 's'] } // ui-text: not UI (CSS grid templates)
+    : { columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto auto', areas: ['q . . . .', 'k x p eq s'] }; // ui-text: not UI (CSS grid templates)
   return {
-    columns: 'minmax(0, 1fr) auto minmax(0, 1fr) auto auto', // ui-text: not UI (CSS grid templates)
-    areas: ['q . . . .', 'k x p eq s'],
+    ...layout,
     sums,
     scores: T.steps.scores[c.slot][c.q].slice(c.keys.start, c.keys.end),
     windows: { size: c.windowSize, rows: c.rows, keys: c.keys },
@@ -991,24 +1033,26 @@ export function queryKeySpec(T, selection) {
       plot('q', 'qk-q', labelled('walk.cap.qkQ', { query: c.q, label: c.qLabel, dHead: T.dHead }),
         matrixFigure({
           z: [qv], rowLabels: [c.qLabel], rowOffset: c.q, rowName: T.queryName, colOffset: c.c0, cellPx: Math.max(cell, 26),
-          range, colorbar: false, margin: { l: left }, numbers: numbersFitColumns([qv], Math.max(cell, 26), labelledCol),
+          colPx: labelledCol, range, colorbar: false, margin: { l: left }, numbers: numbersFitColumns([qv], Math.max(cell, 26), labelledCol),
         })),
       plot('k', 'qk-k', t('walk.cap.qkK', { shape: shape(c.S, T.dHead) }) + rowsShown(c.keys),
         matrixFigure({
-          z: K, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, range, colorbar: false, margin: { l: left },
-          numbers: numbersFitColumns(K, cell, labelledCol),
+          z: K, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, colPx: labelledCol, range, colorbar: false,
+          margin: { l: left }, numbers: numbersFitColumns(K, cell, labelledCol),
         })),
       op('x', '∘ q ='),
       plot('p', 'qk-products', t('walk.cap.qkProducts'),
         matrixFigure({
-          z: products, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, colorbar: false, showRowLabels: false,
-          numbers: numbersFitColumns(products, cell, bareCol),
+          z: products, ...c.kRows, rowName: T.keyName, colOffset: c.c0, cellPx: cell, colPx: stacked ? labelledCol : bareCol,
+          colorbar: false, showRowLabels: stacked, margin: stacked ? { l: left } : {},
+          numbers: numbersFitColumns(products, cell, stacked ? labelledCol : bareCol),
         })),
-      op('eq', 'Σ →'),
+      op('eq', stacked ? 'Σ ↓' : 'Σ →'),
       plot('s', 'qk-sums', 'q·k_j',
         matrixFigure({
           z: sums.map((v) => [v]), ...c.kRows, rowName: T.keyName, colName: t('walk.word.sum'), cellPx: cell,
-          colorbar: false, showRowLabels: false, colTicks: { vals: [0], text: ['Σ'] }, width: 76, numbers: c.nk <= NUMBERS_MAX,
+          colorbar: false, showRowLabels: stacked, margin: stacked ? { l: left } : {}, colTicks: { vals: [0], text: ['Σ'] },
+          width: stacked ? 76 + left : 76, numbers: c.nk <= NUMBERS_MAX,
         })),
     ],
   };

@@ -17,7 +17,7 @@ export function stepText(step, values = {}, variant = null) {
   };
 }
 
-/** A note shown with a step (noMask, causal). */
-export function stepNote(key) {
-  return t(`step.note.${key}`);
+/** A note shown with a step (noMask, causal, window, windowShort), placeholders filled from `values`. */
+export function stepNote(key, values = {}) {
+  return t(`step.note.${key}`, values);
 }

@@ -1,9 +1,17 @@
-// The nine chapters of the learning path: each one's URL parameters (with defaults), its live view and
-// the full pages it opens at the same state. The words are the dictionaries' (learn.cN.*); the views
-// are in views-*.js. Every link keeps the page's `lang` parameter when the URL has one.
+// The twelve chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
+// parameters (with defaults), live view and the full pages it opens at the same state. A chapter's number
+// is its place in CHAPTERS (its URL is /learn/N); its words are the dictionaries' (`${key}.title`, `.lead`,
+// `.p1`…, `.try1`…). The first nine chapters written keep their first prefixes (learn.c1 … learn.c9) while
+// their places moved; chapters added later are named (learn.history, learn.induction, learn.fast). The
+// views are in views-*.js. Every link keeps the page's `lang` parameter when the URL has one.
+import { exact, inBinaryUnit } from '../figures/cost.js';
+import { lang } from '../i18n/index.js';
 import { itView, headsView, lookupView, specialsView } from './views-model.js';
 import { backwardView, byHandView, maskView, TEMPERATURES, VARIANTS, variantsView } from './views-lab.js';
-import { costView, EMBEDDINGS, HEADS, LENGTHS, positionsView, SEQ_LENS, WIDTHS as POSITION_WIDTHS } from './views-sizes.js';
+import { bothUnits, costView, EMBEDDINGS, HEADS, LENGTHS, positionsView, SEQ_LENS, WIDTHS as POSITION_WIDTHS } from './views-sizes.js';
+import { historyView } from './views-history.js';
+import { inductionView } from './views-induction.js';
+import { BLOCKS, fastView } from './views-fast.js';
 import { WIDTHS } from './saturation.js';
 
 // Readers of one URL parameter: the value, or null for anything else (the default is then used).
@@ -14,9 +22,15 @@ const oneOf = (list) => (text) => {
 };
 const flag = (text) => (text === '1' ? true : text === '0' ? false : null);
 
-/** The notes' example for 'it → animal' (chapter 7): the head of MiniLM where 'it' looks at 'animal'
- * most (layer 3, head 1: 0.68 of its weight, measured with /api/v1/attention), and the token 'it'. */
+/** The notes' example for 'it → animal' (the real-model chapter): the head of MiniLM where 'it' looks at
+ * 'animal' most (layer 3, head 1: 0.68 of its weight, measured with /api/v1/attention), and the token 'it'. */
 export const IT_EXAMPLE = Object.freeze({ layer: 3, head: 1, query: 10 });
+
+/** The notes' example of the attention matrix's size: N = 100,000 tokens, H = 64 heads, 2 bytes a number. */
+export const NOTES_EXAMPLE = Object.freeze({ seqLen: 100000, heads: 64, bytes: 2 });
+
+/** B·H·S²·b of the notes' example (B = 1): exact in a float64 (1.28 × 10¹² < 2⁵³). */
+export const notesMatrixBytes = () => NOTES_EXAMPLE.seqLen ** 2 * NOTES_EXAMPLE.heads * NOTES_EXAMPLE.bytes;
 
 /** A path with query parameters, plus this page's `lang` parameter when it has one. */
 export function pageLink(path, params = {}) {
@@ -29,22 +43,35 @@ export function pageLink(path, params = {}) {
 }
 
 const onlyIf = (condition, value) => (condition ? value : null);
+const LOCALE = lang === 'zh' ? 'zh-CN' : 'en';
 
-export const CHAPTERS = Object.freeze([
+const CHAPTER_LIST = [
   {
-    n: 1,
+    key: 'learn.history',
+    params: { head: [0, index(1)], step: [2, index(3)] },
+    view: historyView,
+    links: (s) => [
+      { key: 'learn.history.open', href: pageLink('/seq2seq') },
+      // the same setup on /toy: the example's rows as the values too (c = Σ α h, as in Bahdanau's model)
+      { key: 'learn.history.toy', href: pageLink('/toy', { variant: 'additive', v: s.rows ?? null, head: s.head, query: s.step, step: 'scores' }) },
+    ],
+  },
+  {
+    key: 'learn.c1',
     params: { layer: [3, index(63)], head: [1, index(63)], query: [10, index(4095)] },
     view: lookupView,
+    // a tip that names a token is shown only when the sentence has that token
+    tips: { 'learn.c1.try1': 'it' },
     links: (s) => [{ key: 'learn.c1.open', href: pageLink('/', { text: s.text, layer: s.layer, head: s.head, query: s.query }) }],
   },
   {
-    n: 2,
+    key: 'learn.c2',
     params: { head: [0, index(1)], d: [64, oneOf(WIDTHS)] },
     view: byHandView,
     links: (s) => [{ key: 'learn.c2.open', href: pageLink('/toy', { head: s.head, step: 'scale' }) }],
   },
   {
-    n: 3,
+    key: 'learn.c3',
     params: { variant: ['scaled_dot', oneOf(VARIANTS)], temperature: [0.5, oneOf(TEMPERATURES)], straight: [false, flag], seed: [0, index(9999)] },
     view: variantsView,
     links: (s) => {
@@ -60,7 +87,7 @@ export const CHAPTERS = Object.freeze([
     },
   },
   {
-    n: 4,
+    key: 'learn.c4',
     params: { layer: [0, index(63)], head: [0, index(63)] },
     view: headsView,
     links: (s) => [
@@ -69,26 +96,27 @@ export const CHAPTERS = Object.freeze([
     ],
   },
   {
-    n: 5,
+    key: 'learn.c5',
     params: { causal: [true, flag] },
     view: maskView,
     links: (s) => [{ key: 'learn.c5.open', href: pageLink('/toy', { causal: onlyIf(s.causal, 1), step: 'mask' }) }],
   },
   {
-    n: 6,
+    key: 'learn.c6',
     params: { length: [32, oneOf(LENGTHS)], d_model: [64, oneOf(POSITION_WIDTHS)] },
     view: positionsView,
     links: (s) => [
       { key: 'learn.c6.open', href: pageLink('/positions', { length: s.length, d_model: s.d_model }) },
       { key: 'learn.c6.shuffle', href: pageLink('/toy', { shuffle: 1 }) },
-      { key: 'learn.c6.rope', href: pageLink('/toy', { positions: 'rope', step: 'scores' }) },
+      // the split step is where RoPE turns q and k (the scores after it are already of turned vectors)
+      { key: 'learn.c6.rope', href: pageLink('/toy', { positions: 'rope', step: 'split' }) },
     ],
   },
   {
-    n: 7,
+    key: 'learn.c7',
     params: { layer: [0, index(63)], head: [0, index(63)], query: [1, index(4095)] },
     view: specialsView,
-    extra: (root, ctx, t) => itView(root, ctx, { ...IT_EXAMPLE, text: t('example.animal') }),
+    extra: { heading: 'learn.c7.itHeading', view: (root, ctx, t) => itView(root, ctx, { ...IT_EXAMPLE, text: t('example.animal') }) },
     links: (s, t) => [
       { key: 'learn.c7.open', href: pageLink('/steps', { text: s.text, layer: s.layer, head: s.head, query: s.query }) },
       { key: 'learn.c7.explorer', href: pageLink('/', { text: s.text, layer: s.layer, head: s.head, kind: 'contribution' }) },
@@ -96,7 +124,7 @@ export const CHAPTERS = Object.freeze([
     ],
   },
   {
-    n: 8,
+    key: 'learn.c8',
     params: {},
     view: backwardView,
     links: () => [
@@ -105,12 +133,46 @@ export const CHAPTERS = Object.freeze([
     ],
   },
   {
-    n: 9,
+    key: 'learn.induction',
+    params: { layer: [null, index(63)], head: [null, index(63)] },
+    view: inductionView,
+    links: () => [{ key: 'learn.induction.open', href: pageLink('/induction') }],
+  },
+  {
+    key: 'learn.c9',
     params: { d_model: [4096, oneOf(EMBEDDINGS)], n_heads: [64, oneOf(HEADS)], seq_len: [100000, oneOf(SEQ_LENS)] },
     view: costView,
+    // the notes' example, computed: the paragraphs and the contents quote it
+    words: () => {
+      const bytes = notesMatrixBytes();
+      return {
+        exampleTokens: exact(NOTES_EXAMPLE.seqLen, LOCALE), exampleHeads: NOTES_EXAMPLE.heads, exampleWidth: NOTES_EXAMPLE.bytes,
+        exampleBytes: exact(bytes, LOCALE),
+        example: bothUnits(bytes), exampleGib: inBinaryUnit(bytes, 3, 0),
+      };
+    },
     links: (s) => [{ key: 'learn.c9.open', href: pageLink('/cost', { d_model: s.d_model, n_heads: s.n_heads, seq_len: s.seq_len, bytes: 2 }) }],
   },
-]);
+  {
+    key: 'learn.fast',
+    params: { block: [2, oneOf(BLOCKS)] },
+    view: fastView,
+    // the papers' first authors and the rescale factor: names and a formula, the same in every language
+    words: () => ({ linearAuthors: 'Katharopoulos', flashAuthors: 'Dao', rescale: 'exp(m_old − m_new)' }), // ui-text: not UI (names)
+    links: (s) => [
+      { key: 'learn.fast.open', href: pageLink('/flash', { br: s.block, bc: s.block }) },
+      { key: 'learn.fast.toy', href: pageLink('/toy', { variant: 'linear', step: 'scores' }) },
+    ],
+  },
+];
+
+export const CHAPTERS = Object.freeze(CHAPTER_LIST.map((chapter, i) => Object.freeze({ n: i + 1, ...chapter })));
+
+/** The chapter of /learn/N, or null for anything that is not one (the page then shows the contents). */
+export function chapterOf(text) {
+  if (!/^[1-9]\d{0,3}$/.test(text ?? '')) return null;
+  return CHAPTERS[Number(text) - 1] ?? null;
+}
 
 /** A chapter's parameters from a query string (defaults for anything missing or unreadable). */
 export function readParams(chapter, params) {
@@ -125,8 +187,15 @@ export function writeParams(chapter, state) {
   const out = [];
   for (const [name, [fallback]] of Object.entries(chapter.params)) {
     const value = state[name];
-    if (value === undefined || value === fallback) continue;
+    if (value === undefined || value === null || value === fallback) continue;
     out.push([name, typeof value === 'boolean' ? (value ? '1' : '0') : String(value)]);
   }
   return out;
+}
+
+/** Whether a chapter's tip `key` applies to these tokens: always, unless it names a token the text lacks. */
+export function tipApplies(chapter, key, tokens) {
+  const needed = chapter.tips?.[key];
+  if (needed === undefined) return true;
+  return Array.isArray(tokens) && tokens.some((token) => !token.special && token.text.toLowerCase() === needed);
 }

@@ -2,8 +2,10 @@
 // a learner has opened and the sentence they chose. Pure: the storage is passed in (window.localStorage
 // in the page, a stand-in in tests), and a storage that refuses (disabled, full) is treated as empty.
 
-export const CHAPTERS = 9;
-export const SEEN_KEY = 'attnscope.learn.seen';
+export const CHAPTERS = 12; // learn/chapters.js lists them
+// The chapters seen, by number. Twelve chapters replaced the first nine, whose numbers meant other chapters:
+// progress kept under the first key ('attnscope.learn.seen') is not read.
+export const SEEN_KEY = 'attnscope.learn.seen.12';
 export const TEXT_KEY = 'attnscope.learn.text';
 
 const isChapter = (n) => Number.isInteger(n) && n >= 1 && n <= CHAPTERS;

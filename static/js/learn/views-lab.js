@@ -1,10 +1,11 @@
 // The chapters built on the notes' worked example (POST /api/v1/toy, /toy/backward): one head by hand
-// with the √d_k saturation demo computed here (chapter 2), scoring and choosing variants (chapter 3),
-// the causal mask (chapter 5) and the backward pass (chapter 8). Figures from figures/matrix.js.
+// with the √d_k saturation demo computed here, scoring and choosing variants, the causal mask and the
+// backward pass (learning). Figures from figures/matrix.js.
 import { getToy, getToyBackward } from '../api.js';
 import { matrixFigure } from '../figures/matrix.js';
 import { t } from '../i18n/index.js';
 import { Lru } from '../page.js';
+import { weightsCaption, weightsSummary } from '../toy/weights-summary.js';
 import { renderFigure } from '../views/plot.js';
 import { el, fixed, said, toggles } from './dom.js';
 import { WIDTHS, saturation, saturationFigure } from './saturation.js';
@@ -96,17 +97,20 @@ export async function variantsView(root, state, ctx) {
       [t('learn.c3.redraw', { seed: state.seed })]));
   }
   const matrices = el('div', { class: 'learn-matrices' });
-  root.replaceChildren(el('div', { class: 'learn-controls learn-controls-wrap' }, controls), said('p', `learn.c3.about.${variant}`, {}, [], { class: 'hint' }), matrices);
-  await matrixPanel(matrices, { id: 'learn-variant-scores', titleKey: 'learn.c3.scores', z: answer.steps.scale[0] });
+  const about = said('p', `learn.c3.about.${variant}`, { seed: answer.seed, tau: answer.temperature }, [], { class: 'hint', id: 'learn-variant-about' });
+  root.replaceChildren(el('div', { class: 'learn-controls learn-controls-wrap' }, controls), about, matrices);
+  // s, the scores the about line names: scaled (1/√d_k, or 1 for dot and additive) but not divided by τ,
+  // which the Gumbel-softmax applies to s + g itself. The scale step holds s / τ (answer.scale includes 1/τ).
+  const beforeTemperature = answer.scale * answer.temperature;
+  const scores = answer.steps.scores[0].map((row) => row.map((x) => x * beforeTemperature));
+  await matrixPanel(matrices, { id: 'learn-variant-scores', titleKey: 'learn.c3.scores', z: scores });
   if (answer.soft) await matrixPanel(matrices, { id: 'learn-variant-soft', titleKey: 'learn.c3.soft', z: answer.soft[0], kind: 'weights', range: 1 });
   await matrixPanel(matrices, { id: 'learn-variant-weights', titleKey: 'learn.c3.weights', z: weights, kind: 'weights', range: 1 });
   if (!ctx.current()) return;
-  const oneHot = weights.filter((row) => row.filter((w) => w === 1).length === 1 && row.every((w) => w === 0 || w === 1)).length;
-  const cells = weights.flat();
-  const zeros = cells.filter((w) => w === 0).length;
-  const key = oneHot ? 'learn.c3.caption.hard' : zeros ? 'learn.c3.caption.zeros' : 'learn.c3.caption.soft';
-  ctx.caption(key, {
-    variant: t(`learn.c3.v.${variant}`), rows: weights.length, oneHot, zeros, cells: cells.length, top: fixed(Math.max(...cells)),
+  const summary = weightsSummary(weights); // what the drawn cells read, at their two decimals
+  ctx.caption(`learn.c3.caption.${weightsCaption(summary)}`, {
+    variant: t(`learn.c3.v.${variant}`), rows: summary.rows, oneHot: summary.oneHot, exactOneHot: summary.exactOneHot,
+    zeros: summary.zeros, cells: summary.cells, top: summary.topText,
   });
   ctx.links({ variant, temperature: state.temperature, straight: state.straight, seed: state.seed });
 }

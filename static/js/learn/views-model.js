@@ -1,7 +1,8 @@
 // The chapters that look at the real model (MiniLM) on the learner's sentence: one head's lookup
-// (chapter 1), every head of a layer (chapter 4), and which heads park their attention on [CLS] and
-// [SEP], with the notes' 'it → animal' example (chapter 7). Data come from the explorer's own
-// downloads (views/explorer-data.js), figures from figures/*.
+// (query, key, value), every head of a layer (many heads), and which heads park their attention on [CLS]
+// and [SEP], with the notes' 'it → animal' example (a real model). Each tells the page the tokens the
+// model read (ctx.tokens: the note on tokens it cannot read, and the tips that name a token). Data come
+// from the explorer's own downloads (views/explorer-data.js), figures from figures/*.
 import { tokenLabel } from '../figures/axes.js';
 import { barsFigure } from '../figures/bars.js';
 import { attentionHeatmapFigure } from '../figures/heatmap.js';
@@ -34,7 +35,7 @@ function layerHeadPickers(model, state, ctx, { head = true } = {}) {
 
 const argmax = (row) => row.reduce((best, x, j) => (x > row[best] ? j : best), 0);
 
-/** Chapter 1: one head of MiniLM as a lookup: pick a query token, see its weights over the keys. */
+/** Query, key, value: one head of MiniLM as a lookup: pick a query token, see its weights over the keys. */
 export async function lookupView(root, state, ctx) {
   const model = await theModel();
   const layer = Math.min(state.layer, model.n_layers - 1);
@@ -54,13 +55,14 @@ export async function lookupView(root, state, ctx) {
   root.replaceChildren(layerHeadPickers(model, { ...state, layer, head }, ctx), said('p', 'learn.c1.pick', {}, [], { class: 'hint' }), chips, plot);
   await renderFigure(plot, barsFigure({ values: Array.from(row), labels, highlight: query, height: 280 }), { modeBar: false });
   const top = argmax(row);
+  ctx.tokens(data.tokens, model.id);
   ctx.caption('learn.c1.caption', {
     layer, head, query: labels[query], key: labels[top], weight: fixed(row[top]), n: row.length,
   }, ['query', 'key']);
   ctx.links({ layer, head, query });
 }
 
-/** Chapter 4: every head of one layer side by side; choosing a head opens it. */
+/** Many heads: every head of one layer side by side; choosing a head opens it. */
 export async function headsView(root, state, ctx) {
   const model = await theModel();
   const layer = Math.min(state.layer, model.n_layers - 1);
@@ -87,6 +89,7 @@ export async function headsView(root, state, ctx) {
     await renderFigure(plot, figure, { modeBar: false });
     if (!ctx.current()) return;
   }
+  ctx.tokens(data.tokens, model.id);
   ctx.caption('learn.c4.caption', {
     layer, heads: model.n_heads, dHead: model.d_head, dModel: model.d_model, product: model.n_heads * model.d_head,
   });
@@ -104,7 +107,7 @@ function specialShare(rows, special) {
   return total / rows.length;
 }
 
-/** Chapter 7: the heads that look at [CLS] and [SEP] on the learner's sentence, what contributions say of
+/** A real model: the heads that look at [CLS] and [SEP] on the learner's sentence, what contributions say of
  * the chosen one, and the 'it → animal' head on the notes' example. */
 export async function specialsView(root, state, ctx) {
   const model = await theModel();
@@ -132,13 +135,14 @@ export async function specialsView(root, state, ctx) {
     const point = event.points && event.points[0];
     if (point) ctx.navigate({ layer: Number(point.y), head: Number(point.x) });
   });
+  ctx.tokens(data.tokens, model.id);
   ctx.caption('learn.c7.caption', {
     heavy, total: model.n_layers * model.n_heads, layer, head, weight: percent(weight), contribution: percent(contribution),
   });
   ctx.links({ layer, head, query: state.query });
 }
 
-/** Chapter 7's second view: the example sentence's 'it' row in the head that links it to 'animal'. */
+/** The real-model chapter's second view: the example sentence's 'it' row in the head that links it to 'animal'. */
 export async function itView(root, ctx, example) {
   const data = await fetchLayer({ text: example.text, pair: null, model: null }, example.layer);
   if (!ctx.current()) return;

@@ -1,7 +1,7 @@
-// The chapters about sizes: positions (chapter 6: GET /api/v1/positions, the /positions page's figures)
-// and cost (chapter 9: GET /api/v1/cost, the /cost page's formatting and memory plot).
+// The chapters about sizes: positions (GET /api/v1/positions, the /positions page's figures) and cost
+// (GET /api/v1/cost, the /cost page's formatting and memory plot).
 import { getCost, getPositions } from '../api.js';
-import { binaryBytes, decimalBytes, exact, inBinaryUnit, memoryFigure } from '../figures/cost.js';
+import { binaryBytes, decimalBytes, exact, memoryFigure } from '../figures/cost.js';
 import { distanceFigure, similarityByDistance, tableFigure } from '../figures/positions.js';
 import { lang, t } from '../i18n/index.js';
 import { loadModels, Lru, modelOf } from '../page.js';
@@ -14,7 +14,7 @@ const LOCALE = lang === 'zh' ? 'zh-CN' : 'en';
 export const LENGTHS = Object.freeze([16, 32, 64, 128]);
 export const WIDTHS = Object.freeze([16, 64, 128]);
 
-/** Chapter 6: the sinusoidal table, and how alike two positions are against their distance (sinusoidal
+/** Positions: the sinusoidal table, and how alike two positions are against their distance (sinusoidal
  * beside the model's learned table). */
 export async function positionsView(root, state, ctx) {
   await loadModels();
@@ -53,22 +53,60 @@ export const SEQ_LENS = Object.freeze([1000, 10000, 100000]);
 export const HEADS = Object.freeze([8, 16, 64]);
 export const EMBEDDINGS = Object.freeze([512, 4096]);
 
-/** Chapter 9: parameters, the attention matrix and FlashAttention's working set for E, H and S (fp16, B = 1). */
+// The table's rows: the per-layer quantities of GET /api/v1/cost the chapter explains.
+export const COST_ROWS = Object.freeze(['parameters', 'attention_matrix_bytes', 'flash_attention_bytes', 'kv_cache_bytes']);
+// The symbols the table's formulas and the plot's legend use, each defined under the plot with its value.
+export const SYMBOLS = Object.freeze(['E', 'H', 'D', 'G', 'S', 'B', 'b', 'matrices', 'flash']);
+const SYMBOL_TERMS = { matrices: 'A, K, V', flash: 'O, m, ℓ' }; // several symbols on one line
+
+/** Bytes as one amount with both units: "1.28 TB (1.16 TiB)". */
+export const bothUnits = (n) => `${decimalBytes(n)} (${binaryBytes(n)})`;
+
+let sideways = null; // the observer that shows the scroll hint while the table is wider than its box
+
+/** Show `hint` while `wrap` scrolls sideways (its table wider than it), now and whenever its size changes. */
+function watchOverflow(wrap, hint) {
+  sideways?.disconnect();
+  const check = () => { hint.hidden = wrap.scrollWidth <= wrap.clientWidth + 1; };
+  if (typeof ResizeObserver === 'function') {
+    sideways = new ResizeObserver(check);
+    sideways.observe(wrap);
+  }
+  check();
+}
+
+/** The cost chapter: parameters, the attention matrix, FlashAttention's working set and the KV cache for E, H
+ * and S (fp16, B = 1, G = H), the memory plot, and every symbol of its formulas defined with its value. */
 export async function costView(root, state, ctx) {
   const sizes = { d_model: state.d_model, n_heads: state.n_heads, seq_len: state.seq_len, batch: 1, n_layers: 1, bytes: 2, bias: true };
   const answer = await answers.load(JSON.stringify(sizes), () => getCost(sizes));
   if (!ctx.current()) return;
-  const rows = ['parameters', 'attention_matrix_bytes', 'flash_attention_bytes'].map((name) => {
+  const rows = COST_ROWS.map((name) => {
     const item = answer.per_layer[name];
     const bytes = name !== 'parameters';
     return el('tr', { dataset: { quantity: name, value: String(item.value) } }, [
       el('th', { scope: 'row', text: t(`learn.c9.${name}`) }),
       el('td', { translate: 'no', class: 'learn-formula' }, [item.formula, el('br'), item.filled]),
-      el('td', { class: 'learn-number' }, [bytes ? t('learn.c9.bytes', { n: exact(item.value, LOCALE), decimal: decimalBytes(item.value), binary: binaryBytes(item.value) })
+      el('td', { class: 'learn-number' }, [bytes ? t('learn.c9.bytes', { n: exact(item.value, LOCALE), amount: bothUnits(item.value) })
         : exact(item.value, LOCALE)]),
     ]);
   });
   const plot = el('div', { id: 'learn-memory', class: 'learn-plot' });
+  const hint = el('p', { id: 'learn-cost-scroll', class: 'hint learn-scroll-hint', text: t('learn.c9.scroll'), hidden: true });
+  const wrap = el('div', { class: 'learn-table-wrap', tabindex: '0', role: 'region', 'aria-label': t('learn.c9.tableLabel') }, [
+    el('table', { id: 'learn-cost', class: 'learn-table' }, [
+      el('thead', {}, [el('tr', {}, [el('th', { scope: 'col', text: t('learn.c9.quantity') }), el('th', { scope: 'col', text: t('learn.c9.formula') }),
+        el('th', { scope: 'col', text: t('learn.c9.value') })])]),
+      el('tbody', {}, rows),
+    ])]);
+  const { sizes: used } = answer;
+  const symbols = {
+    E: used.d_model, H: used.n_heads, D: used.d_head, G: used.n_kv_heads, S: exact(used.seq_len, LOCALE), B: used.batch, b: used.bytes,
+  };
+  const legend = el('dl', { id: 'learn-symbols', class: 'learn-symbols' }, SYMBOLS.flatMap((name) => [
+    el('dt', { translate: 'no', text: SYMBOL_TERMS[name] ?? name }),
+    el('dd', { dataset: { symbol: name } }, [t(`learn.c9.symbol.${name}`, symbols)]),
+  ]));
   root.replaceChildren(
     el('div', { class: 'learn-controls learn-controls-wrap' }, [
       toggles('learn.c9.E', EMBEDDINGS.map((n) => [n, `E = ${n}`]), state.d_model, (n) => ctx.navigate({ d_model: n }), { id: 'learn-E' }),
@@ -76,19 +114,24 @@ export async function costView(root, state, ctx) {
       toggles('learn.c9.S', SEQ_LENS.map((n) => [n, `S = ${exact(n, LOCALE)}`]), state.seq_len, (n) => ctx.navigate({ seq_len: n }), { id: 'learn-S' }),
     ]),
     el('p', { class: 'hint', text: t('learn.c9.fixed') }),
-    el('div', { class: 'learn-table-wrap' }, [el('table', { id: 'learn-cost', class: 'learn-table' }, [
-      el('thead', {}, [el('tr', {}, [el('th', { scope: 'col', text: t('learn.c9.quantity') }), el('th', { scope: 'col', text: t('learn.c9.formula') }),
-        el('th', { scope: 'col', text: t('learn.c9.value') })])]),
-      el('tbody', {}, rows),
-    ])]),
+    hint,
+    wrap,
     plot,
+    el('h2', { id: 'learn-symbols-heading', text: t('learn.c9.symbols') }),
+    legend,
   );
-  await renderFigure(plot, memoryFigure(answer.curve, state.seq_len, { height: 340 }), { modeBar: false });
+  watchOverflow(wrap, hint);
+  const figure = memoryFigure(answer.curve, state.seq_len, { height: 340 });
+  if (root.clientWidth < 520) { // a phone: the legend's formulas fit in a smaller font
+    figure.layout = { ...figure.layout, legend: { ...figure.layout.legend, font: { size: 10 } } };
+  }
+  await renderFigure(plot, figure, { modeBar: false });
   const matrix = answer.per_layer.attention_matrix_bytes.value;
   const flash = answer.per_layer.flash_attention_bytes.value;
+  const kv = answer.per_layer.kv_cache_bytes.value;
   ctx.caption('learn.c9.caption', {
-    S: exact(state.seq_len, LOCALE), H: state.n_heads, matrix: decimalBytes(matrix), gib: inBinaryUnit(matrix, 3),
-    flash: decimalBytes(flash), ratio: exact(Math.round(matrix / flash), LOCALE),
+    S: exact(state.seq_len, LOCALE), H: state.n_heads, matrix: bothUnits(matrix),
+    flash: bothUnits(flash), ratio: exact(Math.round(matrix / flash), LOCALE), kv: bothUnits(kv),
   });
   ctx.links({ d_model: state.d_model, n_heads: state.n_heads, seq_len: state.seq_len });
 }

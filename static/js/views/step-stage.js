@@ -108,9 +108,9 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
     prepared = job;
   }
 
-  /** Show a step's note (noMask, causal) or none. */
+  /** Show a step's note (noMask, causal, a sliding window's), its placeholders filled, or none. */
   function showNote(spec) {
-    note.textContent = spec.noteKey ? stepNote(spec.noteKey) : '';
+    note.textContent = spec.noteKey ? stepNote(spec.noteKey, spec.noteValues) : '';
     note.hidden = !spec.noteKey;
   }
 

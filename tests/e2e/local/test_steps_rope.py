@@ -1,13 +1,19 @@
-"""Decoders of the Llama family on /steps and in the explorer: a server of its own with a small random Llama
-checkpoint (tests/conftest.py llama_dirs: 4 query heads sharing 2 key-value heads, RoPE with llama3 scaling).
+"""Decoders of the Llama family on /steps and in the explorer: a server of its own with small random Llama, Mistral
+and Gemma 2 checkpoints (tests/conftest.py llama_dirs: 4 query heads sharing 2 key-value heads; Llama with RoPE's
+llama3 scaling, Mistral with a sliding window in every layer, Gemma 2 in its local layer 0 only).
 The split step draws each head's q and k before and after the rotation and the chosen query's angles, with
 the numbers of /api/v1/trace fetched by the test and captions that say the model's own base, scaling and
-key-value groups; the explorer's grid and head view group the query heads by key-value head. MiniLM, served
-beside it, keeps the plain split step and an ungrouped grid."""
+key-value groups; the mask step says a layer's sliding window, read here from the checkpoint's config.json and
+counted in the drawn mask; the explorer's grid and head view group the query heads by key-value head, and its
+model picker says each model in the page's language. MiniLM, served beside them, keeps the plain split step and an
+ungrouped grid."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
+import re
 from urllib.parse import quote
 
 import httpx
@@ -26,7 +32,7 @@ LAYER, HEAD, QUERY = 1, 3, 5
 
 @pytest.fixture(scope="module")
 def llama_server(llama_dirs):
-    server = Server(ATTNSCOPE_MODEL_PATHS=os.pathsep.join([str(llama_dirs["llama"])]))
+    server = Server(ATTNSCOPE_MODEL_PATHS=os.pathsep.join([str(llama_dirs[kind]) for kind in ("llama", "mistral", "gemma2")]))
     try:
         server.start()
     except RuntimeError as exc:  # fail, never skip
@@ -64,6 +70,27 @@ def caption(page: Page, key: str) -> str:
     return page.locator(f'figure:has([data-matrix="{key}"]) figcaption').inner_text()
 
 
+def listed_angles(page: Page, said: str, exact) -> list[int | None]:
+    """The pairs the angles caption lists, in order (None: an ellipsis), each number checked against the one the
+    chart writes in that pair's cell and against the exact angle `exact[i]` to the digits it shows."""
+    listed = re.search(r": (i = .*?) · θ_i", said).group(1).split(" · ")
+    cells = page.evaluate("() => document.querySelector('[data-matrix=\"split-angles\"]').data[0].text[0]")
+    pairs: list[int | None] = []
+    for part in listed:
+        if part == "…":
+            pairs.append(None)
+            continue
+        i, value = re.fullmatch(r"i = (\d+): (\S+)", part).groups()
+        pairs.append(int(i))
+        assert value == cells[int(i)], f"pair {i}: {value} in the caption, {cells[int(i)]} in the chart"
+        decimals = len(value.split(".")[1]) if "." in value else 0
+        assert abs(float(value.replace("−", "-")) - exact[int(i)]) <= 0.5 * 10**-decimals + 1e-12, (value, exact[int(i)])
+    for before, after in itertools.pairwise(pairs):  # two listed pairs side by side are neighbours: no skip unsaid
+        if before is not None and after is not None:
+            assert after == before + 1, f"pairs {before + 1} to {after - 1} left out without an ellipsis"
+    return pairs
+
+
 def test_the_split_step_draws_q_and_k_before_and_after_the_rotation(page: Page, llama_api):
     trace = llama_api.post("/api/v1/trace", json={"text": TEXT, "model": LLAMA, "layer": LAYER, "head": HEAD}).json()
     model = next(m for m in llama_api.get("/api/v1/models").json()["models"] if m["id"] == LLAMA)
@@ -80,7 +107,7 @@ def test_the_split_step_draws_q_and_k_before_and_after_the_rotation(page: Page, 
     assert angles[0, 0] == QUERY  # f_0 = θ^0 = 1: pair 0 turns by p radians
     said = caption(page, "split-angles")
     assert said.startswith(f"angles p·θ_i in radians at position p = {QUERY} (query “ all”)"), said
-    assert f"i = 0: {QUERY} · i = 1: {float(f'{QUERY * frequencies[1]:.3g}'):g} · i = 5: {float(f'{QUERY * frequencies[5]:.3g}'):g}" in said
+    assert listed_angles(page, said, QUERY * frequencies) == [0, 1, None, 5]
     assert said.endswith("θ_i = 10000^(−2i/12) (llama3 scaling: divided by 8 where the wavelength 2π/θ_i is over 32, "
                          "kept where it is under 8, blended between)"), said
     # head 3 reads key-value head 1: K's and V's columns 12–23 of 24
@@ -175,3 +202,77 @@ def test_a_multi_head_model_has_no_groups_in_the_explorer(page: Page):
     expect(grid).to_have_attribute("data-kv-groups", "0")
     assert grid.locator(".kv-label, .kv-gap").count() == 0
     assert grid.evaluate("(g) => g.style.gridTemplateColumns") == ""
+
+
+def config_of(llama_dirs, kind: str) -> dict:
+    return json.loads((llama_dirs[kind] / "config.json").read_text())
+
+
+def window_of(config: dict, layer: int) -> int | None:
+    """A layer's sliding window as the checkpoint's config.json gives it: sliding_window in every layer (Mistral), or
+    in the layers that layer_types names sliding_attention (Gemma 2)."""
+    types = config.get("layer_types")
+    if types is not None and types[layer] != "sliding_attention":
+        return None
+    return config["sliding_window"]
+
+
+@pytest.mark.parametrize("kind, layer", [("mistral", 1), ("gemma2", 0), ("gemma2", 1)])
+def test_the_mask_step_says_the_layers_own_sliding_window(page: Page, llama_dirs, kind: str, layer: int):
+    config = config_of(llama_dirs, kind)
+    window = window_of(config, layer)
+    page.goto(steps_url(f"tiny-{kind}", layer=layer, head=1, query=6, step="mask"))
+    expect(stage(page)).to_have_attribute("data-step", "mask")
+    # the drawn mask: the keys each query row keeps, counted in the matrix drawn (null: hidden)
+    rows = drawn(page, "mask")
+    assert len(rows) > config["sliding_window"]  # longer than the window: the band shows
+    kept = [[j for j, v in enumerate(row) if v is not None] for row in rows]
+    for i, keys in enumerate(kept):  # each row keeps a run of keys that ends at the query itself
+        assert keys == list(range(keys[0], i + 1)), f"row {i} keeps {keys}"
+    band = max(len(keys) for keys in kept)
+    note = page.locator("#stage-note").inner_text()
+    model_note = page.locator("#model-note").inner_text()
+    if window is None:  # a global layer: the causal mask, every earlier key kept
+        assert band == len(rows) and "W =" not in note and note.startswith("Causal mask")
+        local = [i for i, t in enumerate(config["layer_types"]) if t == "sliding_attention"]
+        where = f"layer {local[0]}" if len(local) == 1 else "layers " + ", ".join(map(str, local))
+        assert f"sliding window of {config['sliding_window']} keys is in {where} only" in model_note
+        return
+    said = re.search(r"window W = (\d+): query i may only look at keys i − (\d+) … i", note)
+    assert said, note
+    assert int(said.group(1)) == window == band and int(said.group(2)) == window - 1
+    assert f"band {band} keys wide" in note
+    assert f"sliding window of {window} keys" in model_note and f"the {window - 1} tokens before it" in model_note
+    if kind == "mistral":  # its RoPE has no scaling: the angles are p·θ^(−2i/d) with the config's own θ and d
+        show_step(page, "split")
+        theta, d = config["rope_parameters"]["rope_theta"], config["head_dim"]
+        exact = [6 * theta ** (-2 * i / d) for i in range(d // 2)]
+        assert listed_angles(page, caption(page, "split-angles"), exact) == [0, 1, None, d // 2 - 1]
+
+
+def test_the_model_picker_and_the_intro_say_each_model_in_the_pages_language(page: Page, llama_api, llama_dirs):
+    models = llama_api.get("/api/v1/models").json()["models"]
+    page.goto("/?lang=zh&model=tiny-gemma2")
+    expect(page.locator("#intro")).to_be_visible()
+    titles = page.locator("#model-select option").evaluate_all("(os) => Object.fromEntries(os.map((o) => [o.value, o.title]))")
+    assert set(titles) == {m["id"] for m in models}
+    for model in models:
+        title = titles[model["id"]]
+        data = [model["name"].split(" (")[0], model["id"], model["architecture"]]  # the name, the id, the family
+        rest = title
+        for word in data:
+            rest = rest.replace(word, "")
+        assert re.findall(r"[A-Za-z]{2,}", rest) == [], f"English in {title!r}"
+        assert re.search(r"[\u4e00-\u9fff]", rest), title
+        kind = model["id"].removeprefix("tiny-")
+        if kind in ("mistral", "gemma2"):  # the window, as config.json sets it, in the picker and the intro
+            window = config_of(llama_dirs, kind)["sliding_window"]
+            assert f"{window} 个键" in title and f"{window - 1} 个词元" in title, title
+    gemma = config_of(llama_dirs, "gemma2")
+    local = ", ".join(str(i) for i, t in enumerate(gemma["layer_types"]) if t == "sliding_attention")
+    intro = page.locator("#intro-window")
+    expect(intro).to_contain_text(f"第 {local} 层有 {gemma['sliding_window']} 个键的滑动窗口")  # its local layers only
+    assert page.locator("#model-select").get_attribute("title") == titles["tiny-gemma2"]
+    page.goto("/?lang=zh&model=tiny-llama")
+    expect(page.locator("#intro")).to_be_visible()
+    expect(intro).to_be_hidden()  # no window, nothing said
