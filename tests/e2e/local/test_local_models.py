@@ -140,10 +140,11 @@ def test_the_picker_lists_every_model_with_what_it_is(page: Page, local_api, loc
     expect(options).to_have_text(["minilm", "tiny-bert", "tiny-gpt2 · causal"])
     expect(page.locator("#model-select")).to_have_value("minilm")  # the default
     gpt2 = page.locator("#model-select option[value='tiny-gpt2']").get_attribute("title")
-    assert gpt2 == ("tiny-gpt2 (gpt2, 2 layers x 4 heads) · gpt2 · 2 layers × 4 heads · at most 64 tokens · "
+    # the name without the server's English "(gpt2, 2 layers x 4 heads)": the rest is in the page's language
+    assert gpt2 == ("tiny-gpt2 · gpt2 · 2 layers × 4 heads · at most 64 tokens · "
                     "causal: each token sees only itself and earlier tokens · one text (no sentence B)")
     bert = page.locator("#model-select option[value='tiny-bert']").get_attribute("title")
-    assert bert == "tiny-bert (bert, 2 layers x 4 heads) · bert · 2 layers × 4 heads · at most 64 tokens"
+    assert bert == "tiny-bert · bert · 2 layers × 4 heads · at most 64 tokens"
     minilm = page.locator("#model-select option[value='minilm']").get_attribute("title") or ""
     assert "6 layers × 12 heads · at most 512 tokens" in minilm
 
