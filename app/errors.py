@@ -64,6 +64,20 @@ class JobsBusy(Exception):
         super().__init__(self.message)
 
 
+class AnalysesBusy(Exception):
+    """As many long analyses wait for the model's background lane as the server queues; `retry_after` is the
+    estimated wait in whole seconds (the lane's recent job times, one per analysis ahead)."""
+
+    type = "analyses_busy"
+
+    def __init__(self, waiting: int, retry_after: int) -> None:
+        self.waiting = waiting
+        self.retry_after = retry_after
+        self.message = (f"{waiting} long analyses (patching, attribution) already wait for the model, the most this "
+                        f"server queues; retry in about {retry_after} s (the Retry-After header)")
+        super().__init__(self.message)
+
+
 class ClientGone(Exception):
     """The client disconnected before its queued model work started; the work was dropped."""
 
@@ -179,6 +193,14 @@ async def jobs_busy(request: Request, exc: Exception) -> JSONResponse:
     return answer
 
 
+async def analyses_busy(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AnalysesBusy)
+    answer = _answer(503, exc.message, (), exc.message, exc.type,
+                     {"waiting": exc.waiting, "retry_after": exc.retry_after})
+    answer.headers["Retry-After"] = str(exc.retry_after)
+    return answer
+
+
 async def client_gone(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
 
@@ -202,3 +224,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(AnswerTooLarge, answer_too_large)
     app.add_exception_handler(UnknownJob, unknown_job)
     app.add_exception_handler(JobsBusy, jobs_busy)
+    app.add_exception_handler(AnalysesBusy, analyses_busy)

@@ -1,9 +1,12 @@
-"""The loaded models and the single worker thread that runs their forwards."""
+"""The loaded models and the two threads that run their work: the interactive lane and the background lane."""
 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import threading
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -21,13 +24,78 @@ from model.maps import AttentionMaps, pick_heads, pool
 from model.nets.edit import Edit
 
 from .cache import ByteLRU
-from .errors import ClientGone
-from .jobs.threads import light_thread
+from .errors import AnalysesBusy, ClientGone
+from .jobs.threads import ViewsFirst, light_thread, one_intra_op_thread
 from .memory import release_free_memory
 from .schemas.api import ModelInfo
+from .schemas.service import LaneReport
 
 T = TypeVar("T")
 TRIM_AFTER_EVICTING = 16 * 1024 * 1024  # bytes of evicted maps after which free heap pages go back to the OS
+MAX_BACKGROUND_WAITING = 4  # long analyses queued behind the running one; the next is answered 503 (AnalysesBusy)
+
+
+class Lane:
+    """One thread that runs model work, one job at a time in the order it came, and counts it: jobs waiting,
+    running and done, the slices of long work done (each time a job asked whether to go on), and the recent jobs'
+    times (for Retry-After)."""
+
+    def __init__(self, name: str, initializer: Callable[..., object], initargs: tuple[Any, ...] = (),
+                 views: ViewsFirst | None = None) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"attnscope-{name}",
+                                        initializer=initializer, initargs=initargs)
+        self._views = views  # the interactive lane tells it about every job, from queued to done
+        self._lock = threading.Lock()
+        self.waiting = self.running = self.done = self.slices = 0
+        self._times: deque[float] = deque(maxlen=16)
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        with self._lock:
+            self.waiting += 1
+        if self._views is not None:
+            self._views.view_queued()
+
+        def job() -> T:
+            with self._lock:
+                self.waiting -= 1
+                self.running += 1
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.running -= 1
+                    self.done += 1
+                    self._times.append(time.perf_counter() - start)
+
+        future = self._pool.submit(job)
+        future.add_done_callback(self._ended)
+        return future
+
+    def _ended(self, future: Future[Any]) -> None:
+        if future.cancelled():  # cancelled before it started: it never left the queue through job()
+            with self._lock:
+                self.waiting -= 1
+        if self._views is not None:
+            self._views.view_done()
+
+    def slice_done(self) -> None:
+        with self._lock:
+            self.slices += 1
+
+    def expected_wait(self) -> int:
+        """Whole seconds until a job queued now starts, from the median of the recent jobs' times."""
+        with self._lock:
+            typical = statistics.median(self._times) if self._times else 1.0
+            ahead = self.waiting + self.running
+        return max(1, round(typical * ahead))
+
+    def report(self) -> LaneReport:
+        with self._lock:
+            return LaneReport(waiting=self.waiting, running=self.running, done=self.done, slices=self.slices)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 class LayerFeed:
@@ -70,13 +138,16 @@ class Housekeeper:
     (RSS rose to 600+ MB after twenty 512-token answers); malloc_trim returns them but walks the heap
     (measured: 1.5-7.7 ms with a full cache of 512-token maps). After a job whose answer has been handed
     over, it runs at once on the worker when no other job waits; otherwise on a timer thread once the
-    worker has been idle for `idle_s`.
+    worker has been idle for `idle_s`. A long analysis (patching, attribution) leaves its scratch buffers
+    in the background lane's arena (1.5-2.5 GB while integrated gradients runs on 500 tokens, bench/soak.py):
+    after one, the timer trims once both lanes have been idle for `idle_s`.
     """
 
     def __init__(self, queued: Callable[[], int], idle_s: float = 0.5) -> None:
         self._queued = queued  # model jobs waiting or running now
         self._idle_s = idle_s
         self._pending = 0
+        self._analysed = False  # an analysis ended since the last trim
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
 
@@ -95,6 +166,12 @@ class Housekeeper:
             self._pending = 0
         release_free_memory()
 
+    def after_analysis(self) -> None:
+        """Once a long analysis has ended: trim after the next idle spell."""
+        with self._lock:
+            self._analysed = True
+            self._arm()
+
     def _arm(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -105,12 +182,13 @@ class Housekeeper:
     def _on_timer(self) -> None:
         with self._lock:
             self._timer = None
-            if self._pending < TRIM_AFTER_EVICTING:
+            if self._pending < TRIM_AFTER_EVICTING and not self._analysed:
                 return
             if self._queued() > 0:  # a job is running or waiting: try again after the next idle spell
                 self._arm()
                 return
             self._pending = 0
+            self._analysed = False
         release_free_memory()
 
     def close(self) -> None:
@@ -124,12 +202,17 @@ class StartupError(RuntimeError):
 
 
 class ModelHub:
-    """Holds every registered model, loaded once at start-up.
+    """Holds every registered model, loaded once at start-up, and the two lanes that run their work.
 
-    All model work runs on one dedicated thread, one job at a time, and
-    requests queue for it: with two cores, one forward using both is faster
-    than two competing for them, and a single calling thread keeps one
-    OpenMP thread team instead of one per request thread.
+    The interactive lane runs every view's forward (attention maps, traces, metrics, the lens, a generated
+    token), one job at a time, with `torch_threads` threads: with two cores, one forward using both is faster
+    than two competing for them, and a single calling thread keeps one OpenMP thread team instead of one per
+    request thread. The background lane runs the long analyses (patching, attribution: `background=True`) on
+    a thread of its own with one intra-op thread, in slices (the analysis asks `stop` between two pieces of
+    its work); between two slices it gives way while a view's forward waits or runs (`views_first`, which
+    the labs' training threads share between their batches). So a view never waits for a whole analysis:
+    at worst it shares the cores with one slice. The long analyses wait for each other in their lane;
+    MAX_BACKGROUND_WAITING of them may wait, the next is answered 503.
     """
 
     def __init__(self, default_model: str, cache_bytes: int = 0, torch_threads: int = 1,
@@ -139,10 +222,9 @@ class ModelHub:
         unknown = sorted(set(dirs) - set(MODELS))
         if unknown:
             raise StartupError(f"ATTNSCOPE_MODEL_DIRS names unknown models {unknown}; known: {', '.join(MODELS)}")
-        self._worker = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="attnscope-model", initializer=torch.set_num_threads,
-            initargs=(torch_threads,),
-        )
+        self.views_first = ViewsFirst()
+        self._worker = Lane("model", torch.set_num_threads, (torch_threads,), views=self.views_first)
+        self._background = Lane("background", one_intra_op_thread)
         self.cache: ByteLRU[AttentionMaps] = ByteLRU(cache_bytes)
         self.stats = {"queued": 0, "dropped": 0}  # jobs waiting or running now; jobs dropped for clients gone
         self._stats_lock = threading.Lock()
@@ -174,17 +256,28 @@ class ModelHub:
         self.default = default_model
 
     def run(self, fn: Callable[..., T], *args: Any, gone: Callable[[], bool] | None = None,
-            stoppable: bool = False) -> T:
-        """Run model work on the worker thread and wait for its result.
+            stoppable: bool = False, background: bool = False) -> T:
+        """Run model work on a lane's thread (the interactive one, or the background one) and wait for its result.
 
         `gone` tells whether the client has left; work queued for a client that
         left before it started is dropped (ClientGone) instead of computed. With
         `stoppable`, fn also gets `stop=` a callable that turns True once the client
-        has left while fn runs; fn checks it between its pieces of work and raises
-        model.errors.Stopped, and the job counts as dropped too.
+        has left while fn runs; fn checks it between its pieces of work (its slices)
+        and raises model.errors.Stopped, and the job counts as dropped too. AnalysesBusy
+        when the background lane already has MAX_BACKGROUND_WAITING jobs waiting.
         """
+        lane = self._background if background else self._worker
+        if background and lane.waiting >= MAX_BACKGROUND_WAITING:
+            raise AnalysesBusy(lane.waiting, lane.expected_wait())
         stop = threading.Event() if stoppable else None
-        job = self._worker.submit(fn, *args, **({"stop": stop.is_set} if stop is not None else {}))
+
+        def go_on() -> bool:  # fn asks between two slices: stop now? (the views' forwards go first)
+            lane.slice_done()
+            if background:
+                self.views_first.give_way()
+            return stop is not None and stop.is_set()
+
+        job = lane.submit(fn, *args, **({"stop": go_on} if stop is not None else {}))
         with self._stats_lock:
             self.stats["queued"] += 1
         try:
@@ -206,10 +299,17 @@ class ModelHub:
         finally:
             with self._stats_lock:
                 self.stats["queued"] -= 1
+            if background:
+                self._housekeeper.after_analysis()
 
     def close(self) -> None:
-        self._worker.shutdown(wait=True, cancel_futures=True)
+        self._worker.shutdown()
+        self._background.shutdown()
         self._housekeeper.close()
+
+    def lanes(self) -> dict[str, LaneReport]:
+        """What each lane is doing now (for /healthz)."""
+        return {"interactive": self._worker.report(), "background": self._background.report()}
 
     def get(self, model_id: str | None) -> tuple[ModelSpec, LoadedModel]:
         """The model for an id from a request (None = default); UnknownModel names the ids that exist."""

@@ -36,7 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except (StartupError, corpus.CorpusError) as exc:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise
-        app.state.jobs = JobRegistry(settings.jobs_dir)
+        app.state.jobs = JobRegistry(settings.jobs_dir, give_way=app.state.hub.views_first.give_way)
         yield
         app.state.jobs.close()  # running trainings stop before their next batch
         app.state.hub.close()

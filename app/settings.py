@@ -77,6 +77,14 @@ class Settings(BaseSettings):
         128 * 1024 * 1024, ge=0, description="memory for recently computed attention maps; 0 turns the cache off"
     )
     torch_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    work_budget: float = Field(
+        1300.0, gt=0, allow_inf_nan=False,
+        description="the most model work one request may take, in GFLOP (model/analysis/work.py estimates each "
+        "request's from the model's size, its tokens and its settings, before any model work); a request over it "
+        "gets 422 work_too_large (patching: patch_too_large) naming the largest input that fits. 1300 is about "
+        "12 s of the largest accepted request (integrated gradients) alone on a 2-core machine; scale it by a "
+        "faster machine's speed (docs/settings.md)",
+    )
 
     @field_validator("model_paths", mode="before")
     @classmethod

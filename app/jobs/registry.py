@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import torch
 
 from ..errors import JobsBusy, UnknownJob
+from ..memory import release_free_memory
 from ..schemas.iris import ErrorEvent
 from .store import FINAL, JOB_ID, Event, JobFiles, Saved, append_event, locked, pack_snapshot, this_process
 from .threads import one_intra_op_thread
@@ -55,8 +56,10 @@ class Lab:
 class Job:
     """A job this process trains, on a thread of its own that appends its events to the job's files."""
 
-    def __init__(self, files: JobFiles, lab: Lab, training: Training, on_finish: Callable[[Job], None]) -> None:
+    def __init__(self, files: JobFiles, lab: Lab, training: Training, on_finish: Callable[[Job], None],
+                 give_way: Callable[[], None] = lambda: None) -> None:
         self.files = files
+        self._give_way = give_way  # called before each batch: the views' forwards go first (threads.ViewsFirst)
         self.id = files.id
         self.lab = lab
         self.training = training
@@ -77,6 +80,7 @@ class Job:
             self.state = event[0]
 
     def _stopped(self) -> bool:
+        self._give_way()
         return self._stop.is_set() or self.files.cancel_path.exists()
 
     def _run(self) -> None:
@@ -101,6 +105,9 @@ class Job:
             if not self.finished:  # cannot happen: run() always ends with done or cancelled
                 self._publish(("error", ErrorEvent(detail="Training ended without a result").model_dump_json()))
             self._on_finish(self)
+            # The training's tensors were allocated in this thread's malloc arena, which glibc keeps, free pages
+            # and all, for the next thread; give them back (on the job's own thread, once per job).
+            release_free_memory()
 
     def cancel(self) -> None:
         """Stop before the next batch (the loop publishes `cancelled`)."""
@@ -113,9 +120,10 @@ class JobRegistry:
     `directory` None: a private temporary store, removed by close() (one process)."""
 
     def __init__(self, directory: Path | None = None, max_running: int = MAX_RUNNING,
-                 keep: int = KEEP_FINISHED) -> None:
+                 keep: int = KEEP_FINISHED, give_way: Callable[[], None] = lambda: None) -> None:
         self.max_running = max_running
         self.keep = keep
+        self.give_way = give_way  # each training calls it before a batch (the hub's ViewsFirst.give_way)
         self._private = directory is None
         self.dir = Path(tempfile.mkdtemp(prefix="attnscope-jobs-")) if directory is None else directory
         (self.dir / "dropped").mkdir(parents=True, exist_ok=True)
@@ -152,7 +160,7 @@ class JobRegistry:
             (new / "events").touch()
             (new / "latest.bin").write_bytes(pack_snapshot(Saved(0, parameters)))
             new.rename(self.dir / job_id)
-        job = Job(JobFiles(self.dir / job_id), lab, training, self._finished)
+        job = Job(JobFiles(self.dir / job_id), lab, training, self._finished, self.give_way)
         with self._own_lock:
             self._own[job.id] = job
         job.thread.start()

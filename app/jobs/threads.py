@@ -45,3 +45,34 @@ def light_thread() -> None:
     if not getattr(_LIGHT, "done", False):
         one_intra_op_thread()
         _LIGHT.done = True
+
+
+
+class ViewsFirst:
+    """Where work that can wait gives way to the views: a long analysis between two of its slices, a lab's training
+    between two batches. While a view's forward waits for the interactive lane or runs on it, `give_way` waits,
+    at most `max_wait_s` at a time, so that the long work still advances under a steady stream of views. The work
+    that gave way runs on its own thread with one intra-op thread, so a view never queues behind it: at worst it
+    shares the cores with the one slice or batch under way (measured in bench/fair.py)."""
+
+    def __init__(self, max_wait_s: float = 0.25) -> None:
+        self.max_wait_s = max_wait_s
+        self._views = 0  # view jobs waiting or running
+        self._changed = threading.Condition()
+        self.waits = 0  # times some work gave way (for /healthz)
+
+    def view_queued(self) -> None:
+        with self._changed:
+            self._views += 1
+
+    def view_done(self) -> None:
+        with self._changed:
+            self._views -= 1
+            if self._views == 0:
+                self._changed.notify_all()
+
+    def give_way(self) -> None:
+        with self._changed:
+            if self._views:
+                self.waits += 1
+                self._changed.wait_for(lambda: self._views == 0, timeout=self.max_wait_s)

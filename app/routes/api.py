@@ -6,6 +6,7 @@ from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Query, Response
 
+from model.analysis import work
 from model.analysis.sizes import attention_numbers, pooled_side, trace_numbers
 from model.maps import pool_bins
 
@@ -65,6 +66,9 @@ MODEL_RULES = (
     " Rules that depend on the model, which the request schema cannot state (the model's sizes are in GET "
     "/api/v1/models): `model` is an id listed there, else 404 (`errors[0].type` `unknown_model`); the text "
     "(and pair) make at most the model's `max_tokens` tokens, else 413 (`too_many_tokens`), never truncated; "
+    "the model work (model/analysis/work.py: its GFLOP from the model's size and the tokens) at most the "
+    "server's ATTNSCOPE_WORK_BUDGET, else 422 (`work_too_large`; ctx: gflop, budget_gflop and largest, the "
+    "most tokens that fit), checked before any model work; "
     "`text_pair` only for a model with `pairs`, else 422 (`pair_not_supported`); {indices}, else 422 "
     "(`index_out_of_range`, `loc` names the field)."
 )
@@ -95,6 +99,13 @@ def _refuse_json_over_cap(encoding: Encoding, cap: int, r: Resolved[Any], side: 
         refuse_over_cap(attention_numbers(len(r.layers), len(r.heads), side), cap,
                         f"{len(r.layers)} layers x {len(r.heads)} heads x {side}x{side}",
                         "ask for fewer layers or heads, or for the compact encoding ?encoding=u16")
+
+
+def _refuse_over_budget(r: Resolved[Any], budget_gflop: float) -> None:
+    """work_too_large for maps whose forward is over the budget, before it runs."""
+    cfg = r.model.cfg
+    work.check_tokens(lambda n: work.attention(cfg, n), len(r.encoded), budget_gflop, "the attention maps",
+                      cfg.max_positions)
 
 
 def _fields(r: Resolved[Any]) -> dict[str, Any]:
@@ -132,6 +143,7 @@ def _maps_answer(encoding: Encoding, response: type[AttentionResponse | SummaryR
 async def attention(r: AttentionInput, hub: Hub, settings: SettingsDep,
                     encoding: EncodingParam = Encoding.json) -> Response:
     _refuse_json_over_cap(encoding, settings.max_json_values, r, len(r.encoded))
+    _refuse_over_budget(r, settings.work_budget)
     return _maps_answer(encoding, AttentionResponse, _fields(r), r, hub)
 
 
@@ -153,6 +165,7 @@ async def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
                             encoding: EncodingParam = Encoding.json) -> Response:
     side = pooled_side(len(r.encoded), r.req.size)
     _refuse_json_over_cap(encoding, settings.max_json_values, r, side)
+    _refuse_over_budget(r, settings.work_budget)
     fields = {**_fields(r), "size": side, "bins": pool_bins(len(r.encoded), r.req.size)}
     return _maps_answer(encoding, SummaryResponse, fields, r, hub, pooled_to=r.req.size)
 
@@ -180,6 +193,8 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
                         settings.max_json_values,
                         f"{len(r.heads)} heads at {n} tokens",
                         "trace one head at a time, send a shorter text or ask for ?encoding=f32")
+    work.check_tokens(lambda t: work.trace(cfg, t, layer), n, settings.work_budget, f"tracing layer {layer}",
+                      cfg.max_positions)
     steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, gone=gone)
     fields = {"model": r.spec.id, "tokens": r.tokens, "layer": layer, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
               "d_head": cfg.d_head, "heads": r.heads, "scale": r.model.attention_scale(layer)}

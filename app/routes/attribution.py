@@ -11,10 +11,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from model.analysis import attribution
+from model.analysis import attribution, work
 
 from .. import serialize
-from ..deps import ClientLeft, Hub
+from ..deps import ClientLeft, Hub, SettingsDep
 from ..schemas.attribution import (
     Agreement,
     AttributionRequest,
@@ -25,12 +25,12 @@ from ..schemas.attribution import (
     TokenRequest,
     TokenResponse,
 )
-from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
+from ..schemas.common import ANALYSES_BUSY, INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
 
 router = APIRouter(
     prefix="/api/v1",
     tags=["analysis"],
-    responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD},
+    responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD, 503: ANALYSES_BUSY},
 )
 
 AttributionBody = Annotated[AttributionRequest, Body(openapi_examples=openapi_examples(AttributionRequest))]
@@ -57,14 +57,22 @@ TokenBody = Annotated[TokenRequest, Body(openapi_examples=openapi_examples(Token
         "from GET /api/v1/models, else 404 (`unknown_model`); `text` and a target text make at most the "
         "model's `max_tokens` tokens, else 413 (`too_many_tokens`); `target` is a token id for a model with "
         "`lm_head` and a text for any other, else 422 (`target_kind`); a token id below the vocabulary's size, "
-        "else 422 (`target_out_of_range`, ctx {id, vocab_size})."
+        "else 422 (`target_out_of_range`, ctx {id, vocab_size}); work over the server's budget "
+        "(ATTNSCOPE_WORK_BUDGET, model/analysis/work.py), checked before any model work: 422 (`work_too_large`, "
+        "ctx {gflop, budget_gflop, largest}; `loc` [\"body\", \"steps\"] with the most steps at this length, else "
+        "[\"body\", \"text\"] with the most tokens at these settings)."
     ),
 )
-def attribute(req: AttributionBody, hub: Hub, gone: ClientLeft) -> AttributionResponse:
+def attribute(req: AttributionBody, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> AttributionResponse:
     spec, model = hub.get(req.model)
     encoded = model.tokenizer.encode(req.text)
+    if req.method == "integrated_gradients":
+        attribution.checked_steps(req.steps)
+    target_tokens = len(model.tokenizer.encode(req.target)) if isinstance(req.target, str) else 0
+    work.check_attribution(model.cfg, len(encoded), req.method, req.steps, target_tokens, settings.work_budget,
+                           attribution.MIN_STEPS)
     found = hub.run(attribution.attribute, model, encoded, req.target, req.method, req.steps, gone=gone,
-                    stoppable=True)
+                    stoppable=True, background=True)
     completeness = None
     if found.completeness is not None:
         error = found.completeness.relative_error

@@ -15,9 +15,10 @@ import anyio
 from fastapi import APIRouter, Depends, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from model.analysis import work
 from model.analysis.generate import TOP, Generation, Sampling
 
-from ..deps import Hub, Resolved, resolved_with_lm_head
+from ..deps import Hub, Resolved, SettingsDep, resolved_with_lm_head
 from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL
 from ..schemas.generate import DoneEvent, ErrorEvent, GenerateRequest, PromptEvent
 from ..serialize import token_event, tokens
@@ -51,12 +52,16 @@ EVENTS_DOC = (
         "the KV cache. Generation ends early at the model's end token (its eos_token_id). " + EVENTS_DOC + " The "
         "stream stops when the client leaves. Refusals come before the stream, as JSON: a model without an LM "
         "head 422 `no_lm_head`; input tokens + max_new_tokens over the model's limit 422 `generate_too_long` "
-        "(ctx {tokens, max_new_tokens, limit})." + TEXT_RULES
+        "(ctx {tokens, max_new_tokens, limit}); the estimated work over the server's ATTNSCOPE_WORK_BUDGET 422 "
+        "`work_too_large` (ctx {gflop, budget_gflop, largest}: `loc` [\"body\", \"max_new_tokens\"] with the most "
+        "new tokens after this prompt, else [\"body\", \"text\"])." + TEXT_RULES
     ),
     responses={200: {"content": {"text/event-stream": {}}, "description": EVENTS_DOC}},
 )
-async def generate(r: GenerateInput, hub: Hub) -> Response:
+async def generate(r: GenerateInput, hub: Hub, settings: SettingsDep) -> Response:
     req, cfg = r.req, r.model.cfg
+    if len(r.encoded) + req.max_new_tokens <= cfg.max_positions:  # else Generation says generate_too_long
+        work.check_generate(cfg, len(r.encoded), req.max_new_tokens, settings.work_budget)
     sampling = Sampling(req.temperature, req.top_k, req.top_p, req.seed)
     run = await anyio.to_thread.run_sync(hub.run, Generation, r.model, r.encoded.ids, req.max_new_tokens, sampling,
                                          req.attention)

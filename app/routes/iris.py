@@ -7,9 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Response
 from sse_starlette import EventSourceResponse
 
+from model.analysis import work
 from model.lab import iris
 
 from .. import serialize
+from ..deps import SettingsDep
 from ..jobs.labs import IRIS
 from ..jobs.stream import event_schema, event_stream
 from ..schemas.common import INVALID_FIELD, documented_error, openapi_examples
@@ -55,8 +57,13 @@ EVENTS_DOC = (
     responses={**BODY_ERRORS, 429: JOBS_BUSY},
 )
 def train(req: Annotated[TrainRequest, Body(openapi_examples=openapi_examples(TrainRequest))],
-          jobs: Jobs) -> TrainAccepted:
-    job = jobs.start(IRIS, iris.TrainConfig(**req.model_dump()))
+          jobs: Jobs, settings: SettingsDep) -> TrainAccepted:
+    config = iris.TrainConfig(**req.model_dump())
+    work.check_job(lambda epochs: work.iris(epochs, iris.TRAIN_SIZE, len(iris.FEATURES), iris.SEQ_LEN, iris.EMB_DIM,
+                                            len(iris.CLASSES)),
+                   config.epochs, settings.work_budget, "epochs", f"training the Iris transformer for {config.epochs} "
+                   "epochs")
+    job = jobs.start(IRIS, config)
     return TrainAccepted(job=job.id, events=f"{router.prefix}/train/{job.id}/events")
 
 EVENT_SCHEMA = event_schema(("epoch", "done", "cancelled", "error"))

@@ -7,6 +7,8 @@ from typing import Annotated, Any, cast
 
 from fastapi import Depends, Header, Path, Request
 
+from model.analysis.work import JOB_SHARE
+
 from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry
 from ..schemas.common import BODY_TOO_LARGE, NOT_UTF8, documented_error
 from ..schemas.iris import JOB_DOC, JOB_PATTERN
@@ -41,5 +43,8 @@ RUNS_APART = (
     f"At most {MAX_RUNNING} jobs train at once on the server, of every lab and all its worker processes together: "
     "another is answered 429 with a Retry-After header (seconds, estimated from the running jobs' pace). A job "
     "trains on a thread of its own with one intra-op thread, never on the model worker, so attention requests "
-    "keep being answered. Whichever worker process answers, a job's events and DELETE work the same."
+    "keep being answered. Whichever worker process answers, a job's events and DELETE work the same. A job whose "
+    f"estimated training work (model/analysis/work.py) is over {JOB_SHARE} times the server's ATTNSCOPE_WORK_BUDGET "
+    "is refused before it starts: 422 `work_too_large`, `loc` the steps (Iris: epochs), ctx {gflop, budget_gflop, "
+    "largest}: the most that fit at the job's other settings."
 )

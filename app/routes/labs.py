@@ -8,8 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Response
 from sse_starlette import EventSourceResponse
 
+from model.analysis import work
 from model.lab import induction, seq2seq
+from model.lab.seq2seq_data import TASKS
 
+from ..deps import SettingsDep
 from ..jobs.labs import INDUCTION, SEQ2SEQ, seq2seq_predict
 from ..jobs.stream import event_schema, event_stream
 from ..schemas.common import INVALID_FIELD, documented_error, openapi_examples
@@ -59,8 +62,13 @@ INDUCTION_EVENTS_DOC = (
 )
 def train_induction(
     req: Annotated[InductionTrainRequest, Body(openapi_examples=openapi_examples(InductionTrainRequest))], jobs: Jobs,
+    settings: SettingsDep,
 ) -> LabAccepted:
-    job = jobs.start(INDUCTION, induction.InductionConfig(**req.model_dump()))
+    config = induction.InductionConfig(**req.model_dump())
+    work.check_job(lambda steps: work.induction(config.vocab, config.length, config.layers, config.d_model,
+                                                config.batch, steps),
+                   config.steps, settings.work_budget, "steps", f"training the induction lab for {config.steps} steps")
+    job = jobs.start(INDUCTION, config)
     return LabAccepted(job=job.id, events=f"{router.prefix}/induction/train/{job.id}/events")
 
 
@@ -129,8 +137,15 @@ SEQ2SEQ_EVENTS_DOC = (
 )
 def train_seq2seq(
     req: Annotated[Seq2SeqTrainRequest, Body(openapi_examples=openapi_examples(Seq2SeqTrainRequest))], jobs: Jobs,
+    settings: SettingsDep,
 ) -> LabAccepted:
-    job = jobs.start(SEQ2SEQ, seq2seq.Seq2SeqConfig(**req.model_dump()))
+    config = seq2seq.Seq2SeqConfig(**req.model_dump())
+    task = TASKS[config.task]
+    work.check_job(lambda steps: work.seq2seq(config.hidden, seq2seq.EMBED, task.max_source, task.max_target,
+                                              len(task.target_alphabet), config.attention, config.batch, steps),
+                   config.steps, settings.work_budget, "steps", f"training the {config.task} lab for {config.steps} "
+                   "steps")
+    job = jobs.start(SEQ2SEQ, config)
     return LabAccepted(job=job.id, events=f"{router.prefix}/seq2seq/train/{job.id}/events")
 
 

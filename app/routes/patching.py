@@ -7,21 +7,22 @@ counts and the answer tokens and runs the grid; the answer's tensors are written
 No `from __future__ import annotations`: FastAPI reads the dependencies' annotations at run time.
 """
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Response
 
-from model.analysis import patching
+from model.analysis import patching, work
 
 from .. import serialize
-from ..deps import ClientLeft, Hub
-from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
+from ..deps import ClientLeft, Hub, SettingsDep
+from ..schemas.common import ANALYSES_BUSY, INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL, openapi_examples
 from ..schemas.patching import PatchAnswer, PatchMetric, PatchRequest, PatchResponse
 
 router = APIRouter(
     prefix="/api/v1",
     tags=["analysis"],
-    responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD},
+    responses={400: NOT_UTF8, 404: UNKNOWN_MODEL, 413: TOO_LARGE, 422: INVALID_FIELD, 503: ANALYSES_BUSY},
 )
 
 PatchBody = Annotated[PatchRequest, Body(openapi_examples=openapi_examples(PatchRequest))]
@@ -49,10 +50,12 @@ RULES = "; ".join(f"`{kind}`: {what}" for kind, (_, what) in patching.PATCH_RULE
         "are refused this way)."
     ),
 )
-def patch(req: PatchBody, hub: Hub, gone: ClientLeft) -> Response:
+def patch(req: PatchBody, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
     spec, model = hub.get(req.model)
     clean, corrupted = model.tokenizer.encode(req.clean), model.tokenizer.encode(req.corrupted)
-    found = hub.run(patching.patch, model, clean, corrupted, req.target, req.answer, gone=gone, stoppable=True)
+    grid = partial(patching.patch, max_work=settings.work_budget * work.GIGA / 2)  # the grid's multiply-adds
+    found = hub.run(grid, model, clean, corrupted, req.target, req.answer, gone=gone, stoppable=True,
+                    background=True)
     answer = None
     if found.answer is not None:
         answer = [PatchAnswer(id=i, token=model.tokenizer.token_text(i)[0], display=model.tokenizer.token_text(i)[1])

@@ -28,11 +28,12 @@ router = APIRouter()
     tags=["service"],
     summary="200 once the default model is loaded",
     description="The `Attnscope-Worker` header gives the process id of the worker process that answered "
-    "(attnscope serve --workers N runs N of them).",
+    "(attnscope serve --workers N runs N of them). `jobs` reports the model's queue: its two lanes (interactive, "
+    "background), what waits and runs on each, and the slices of long work done.",
 )
 def healthz(hub: Hub, response: Response) -> Health:
     response.headers["Attnscope-Worker"] = str(os.getpid())
-    return Health(status="ok", version=VERSION, jobs=Jobs(**hub.stats))
+    return Health(status="ok", version=VERSION, jobs=Jobs(**hub.stats, **hub.lanes(), gave_way=hub.views_first.waits))
 
 
 @router.get("/docs", response_class=HTMLResponse, include_in_schema=False)

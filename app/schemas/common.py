@@ -200,6 +200,11 @@ UNKNOWN_MODEL = documented_error("Unknown model; `detail` names the models that 
 TOO_LARGE = documented_error("Too many tokens, a body over the size limit, or a JSON answer over the cap.")
 
 
+ANALYSES_BUSY = documented_error(
+    "As many long analyses (patching, attribution) wait for the model as the server queues (`errors[0].type` "
+    "`analyses_busy`, `ctx` {waiting, retry_after}); retry after the Retry-After header's seconds.")
+
+
 INVALID_FIELD = documented_error("A field is invalid; `detail` says which and what to send instead, `errors` gives "
                                  "each field's path (`loc`) and the rule broken (`type`).")
 

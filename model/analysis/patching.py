@@ -36,14 +36,17 @@ runs: measured for MiniLM on one thread of this 2-core machine (CPU seconds, the
 
 A grid holds the model worker while it runs (it stops between patched batches once `stop()` says the client has
 left), so its size is bounded too:
-`work` estimates a grid's multiply-adds, and a grid above MAX_WORK (MiniLM's residual grid at 128 tokens, the
-16 s above) is refused (PatchError `patch_too_large`, with the most tokens that fit this model and target).
+`work` estimates a grid's multiply-adds, and a grid above `max_work` (MAX_WORK by default: MiniLM's residual grid
+at 128 tokens, the 16 s above; the server passes half its ATTNSCOPE_WORK_BUDGET, whose default of 1300 GFLOP is
+this same 6.5e11 multiply-adds) is refused (PatchError `patch_too_large`, with the most tokens that fit this model
+and target).
 MiniLM's heads grid fits at its whole limit of 512 tokens; a 12-layer, 768-wide GPT-2's heads grid up to about
 90 tokens.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -151,6 +154,17 @@ def _finish(net: Transformer, x: torch.Tensor, start: int, masks: list[torch.Ten
     return x if net.final_norm is None else net.final_norm(x)  # (B, T, D)
 
 
+def on_this_thread(hook: Callable[[object, tuple[torch.Tensor, ...]], object]) -> Callable[..., object]:
+    """`hook` as a forward pre-hook that acts only in forwards on the thread that registers it: a model's modules
+    are shared by the threads that run model work at the same time (a server's interactive and background lanes),
+    and another thread's forward must neither be patched nor recorded by this run."""
+    owner = threading.get_ident()
+
+    def scoped(module: object, args: tuple[torch.Tensor, ...]) -> object:
+        return hook(module, args) if threading.get_ident() == owner else None
+    return scoped
+
+
 def _record(model: LoadedModel, encoded: Encoded, masks: list[torch.Tensor | None]) -> _Run:
     net, device = model.net, model.device
     ids = torch.tensor([encoded.ids], device=device)  # (1, T)
@@ -160,8 +174,9 @@ def _record(model: LoadedModel, encoded: Encoded, masks: list[torch.Tensor | Non
     handles = []
     for layer in range(net.cfg.n_layers):
         block = net.block(layer)
-        handles.append(block.register_forward_pre_hook(lambda _m, args: inputs.append(args[0])))
-        handles.append(block.attention.output.register_forward_pre_hook(lambda _m, args: mixed.append(args[0])))
+        handles.append(block.register_forward_pre_hook(on_this_thread(lambda _m, args: inputs.append(args[0]))))
+        handles.append(block.attention.output.register_forward_pre_hook(
+            on_this_thread(lambda _m, args: mixed.append(args[0]))))
     try:
         hidden = _finish(net, net.embeddings(ids, segments), 0, masks)  # (1, T, D)
     finally:
@@ -181,14 +196,14 @@ def work(net: Transformer, target: str, t: int) -> float:
     return float(runs * blocks * t * per_token)
 
 
-def check_work(net: Transformer, target: str, t: int) -> None:
-    """PatchError `patch_too_large` when the grid of `target` on t tokens would take over MAX_WORK."""
-    if work(net, target, t) <= MAX_WORK:
+def check_work(net: Transformer, target: str, t: int, max_work: float = MAX_WORK) -> None:
+    """PatchError `patch_too_large` when the grid of `target` on t tokens would take over `max_work` multiply-adds."""
+    if work(net, target, t) <= max_work:
         return
-    fits = next((n for n in range(t - 1, 0, -1) if work(net, target, n) <= MAX_WORK), 1)
-    other = " or target heads" if target == "residual" and work(net, "heads", t) <= MAX_WORK else ""
+    fits = next((n for n in range(t - 1, 0, -1) if work(net, target, n) <= max_work), 1)
+    other = " or target heads" if target == "residual" and work(net, "heads", t) <= max_work else ""
     raise PatchError("patch_too_large", "clean", f"a {target} grid on {t} tokens would take about "
-                     f"{work(net, target, t):.2g} multiply-adds, more than the {MAX_WORK:.2g} one request may use "
+                     f"{work(net, target, t):.2g} multiply-adds, more than the {max_work:.2g} one request may use "
                      f"here; shorten both texts to at most {fits} tokens{other}", tokens=t, max_tokens=fits)
 
 
@@ -218,7 +233,7 @@ def _heads_grid(net: Transformer, clean: _Run, corrupted: _Run, masks: list[torc
                      source: torch.Tensor = clean.mixed[layer]) -> tuple[torch.Tensor]:
                 return (torch.where(chosen, source, args[0]),)  # (B, T, H·Dv)
 
-            handle = output.register_forward_pre_hook(copy)
+            handle = output.register_forward_pre_hook(on_this_thread(copy))
             try:
                 x = corrupted.inputs[layer].expand(len(heads), -1, -1)  # (B, T, D)
                 out[layer, heads.start:heads.stop] = metric(_finish(net, x, layer, masks))
@@ -243,10 +258,12 @@ def _residual_grid(net: Transformer, clean: _Run, corrupted: _Run, masks: list[t
 
 @torch.inference_mode()
 def patch(model: LoadedModel, clean: Encoded, corrupted: Encoded, target: str,
-          answer: Sequence[int | str] | None = None, stop: Callable[[], bool] | None = None) -> Patching:
+          answer: Sequence[int | str] | None = None, stop: Callable[[], bool] | None = None,
+          max_work: float = MAX_WORK) -> Patching:
     """The patching grid of `target` ("heads" or "residual") from `clean` into `corrupted` (module docstring).
     PatchError for different token counts, answer tokens that do not fit the model, or metrics that do not
-    differ; ValueError for an unknown target. Stopped between patched batches once `stop()` is True."""
+    differ, or a grid over `max_work` multiply-adds (check_work); ValueError for an unknown target. Stopped between
+    patched batches once `stop()` is True."""
     if target not in TARGETS:
         raise ValueError(f"target {target!r} is not one of {', '.join(TARGETS)}")
     n, m = len(clean), len(corrupted)
@@ -256,7 +273,7 @@ def patch(model: LoadedModel, clean: Encoded, corrupted: Encoded, target: str,
                          f"change the corrupted text to {n} tokens", clean=n, corrupted=m)
     ids = checked_answer(model, answer)
     net = model.net
-    check_work(net, target, n)
+    check_work(net, target, n, max_work)
     masks = net.layer_masks(n, model.device)
     clean_run, corrupted_run = _record(model, clean, masks), _record(model, corrupted, masks)
     if ids is not None:

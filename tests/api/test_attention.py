@@ -32,8 +32,13 @@ def test_models(client):
 
 
 def test_healthz(client):
-    assert client.get("/healthz").json() == {"status": "ok", "version": importlib.metadata.version("attnscope"),
-                                             "jobs": {"queued": 0, "dropped": 0}}
+    health = client.get("/healthz").json()
+    assert health["status"] == "ok" and health["version"] == importlib.metadata.version("attnscope")
+    jobs = health["jobs"]
+    assert (jobs["queued"], jobs["dropped"], jobs["gave_way"]) == (0, 0, 0)
+    for lane in ("interactive", "background"):  # the model's queue, lane by lane: nothing waits or runs now
+        assert set(jobs[lane]) == {"waiting", "running", "done", "slices"}
+        assert (jobs[lane]["waiting"], jobs[lane]["running"]) == (0, 0)
 
 
 def test_full_answer_shape_rows_and_tokens(client):
@@ -180,13 +185,33 @@ def test_unknown_default_model_refuses_to_start():
             pass
 
 
-def test_concurrent_requests_give_identical_answers(client):
-    def call(_):
-        return attention(client, text="Concurrency keeps answers equal.", layers=[2], heads=[3]).json()
+# Different requests on both lanes of the model worker: views' forwards (interactive) and patching and
+# attribution (background), each text sent once, so every answer is computed, none a cache copy.
+CONCURRENT = [
+    *[("/api/v1/attention", {"text": f"Concurrency keeps answer {i} equal to a fresh server's.", "layers": [i % 6],
+                              "heads": [i % 12]}) for i in range(8)],
+    *[("/api/v1/trace", {"text": f"Trace {i} of a busy server.", "layer": i, "head": 2 * i}) for i in range(2)],
+    ("/api/v1/metrics", {"text": "Metrics while others run."}),
+    ("/api/v1/patch", {"clean": "The cat sat on the mat.", "corrupted": "The dog sat on the mat."}),
+    ("/api/v1/patch", {"clean": "A bird flew over the sea.", "corrupted": "A bird swam over the sea.",
+                       "target": "residual"}),
+    ("/api/v1/attribution", {"text": "Gradients beside attention.", "target": "A second text.", "steps": 32}),
+]
 
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        answers = list(pool.map(call, range(12)))
-    assert all(a == answers[0] for a in answers)
+
+def test_concurrent_different_requests_each_equal_a_fresh_servers_answer(client):
+    def call(request):
+        path, body = request
+        r = client.post(path, json=body)
+        assert r.status_code == 200, (path, r.text)
+        return r.json()
+
+    with ThreadPoolExecutor(max_workers=len(CONCURRENT)) as pool:
+        answers = list(pool.map(call, CONCURRENT))
+    with TestClient(create_app(Settings(allowed_hosts=["testserver"], cache_bytes=0))) as fresh:
+        for (path, body), answer in zip(CONCURRENT, answers, strict=True):
+            alone = fresh.post(path, json=body)
+            assert alone.status_code == 200 and alone.json() == answer, path
     assert not any(math.isnan(v) for row in answers[0]["attention"][0][0] for v in row)
 
 

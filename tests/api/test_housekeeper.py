@@ -103,3 +103,14 @@ def test_a_later_job_trims_first_and_the_timer_finds_nothing_left(trims):
     trims.happened.clear()
     assert not trims.happened.wait(0.5)  # the timer fired, found nothing evicted since, and did nothing
     assert trims.count == 1
+
+
+def test_after_an_analysis_the_trim_waits_until_both_lanes_are_idle(trims):
+    queued = [1]  # a view's forward runs on the other lane
+    keeper = Housekeeper(queued=lambda: queued[0], idle_s=0.05)
+    keeper.after_analysis()  # no evicted bytes: the analysis's own scratch buffers are the reason
+    assert not trims.happened.wait(0.2) and trims.count == 0  # never while a job runs
+    queued[0] = 0
+    assert trims.happened.wait(WAIT_S), "the idle timer never trimmed after the analysis"
+    assert trims.count == 1
+    keeper.close()

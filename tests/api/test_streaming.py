@@ -13,8 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from app.hub import ModelHub
+from app.errors import AnalysesBusy
+from app.hub import MAX_BACKGROUND_WAITING, ModelHub
 from model.checkpoints.loaded import LoadedModel
+from model.errors import Stopped
 
 TEXT = " ".join(f"word{i % 17} line{i % 5}" for i in range(100))  # 400 tokens
 
@@ -108,3 +110,35 @@ def test_a_client_that_leaves_stops_the_forward_at_its_next_layer(hub, held):
         threading.Event().wait(0.05)
     assert hub.stats == {"queued": 0, "dropped": dropped + 1}
     assert hub.cache.get(("minilm", text, None, True, None)) is None  # nothing half-made was cached
+
+
+def test_long_analyses_wait_in_their_own_lane_and_one_too_many_is_told_when_to_retry(hub):
+    """The background lane: a view's forward runs while an analysis holds that lane; MAX_BACKGROUND_WAITING may
+    wait behind it, the next is refused at once (AnalysesBusy, a retry time) instead of queued."""
+    release = threading.Event()
+
+    def analysis(stop):  # holds the background lane until released, asking between its slices
+        while not release.wait(0.01):
+            if stop():
+                raise Stopped()
+        return "done"
+
+    with ThreadPoolExecutor(max_workers=MAX_BACKGROUND_WAITING + 1) as pool:
+        running = [pool.submit(hub.run, analysis, stoppable=True, background=True)]
+        while hub.lanes()["background"].running == 0:
+            threading.Event().wait(0.01)
+        # a view's forward on the interactive lane answers while the analysis runs
+        maps = hub.attention("minilm", hub.loaded["minilm"].tokenizer.encode("a view meanwhile"), "a view meanwhile",
+                             None)
+        assert maps.per_layer[0].shape[-1] == 5 and hub.lanes()["background"].running == 1
+        running += [pool.submit(hub.run, analysis, stoppable=True, background=True)
+                    for _ in range(MAX_BACKGROUND_WAITING)]
+        while hub.lanes()["background"].waiting < MAX_BACKGROUND_WAITING:
+            threading.Event().wait(0.01)
+        with pytest.raises(AnalysesBusy) as refused:
+            hub.run(analysis, stoppable=True, background=True)
+        assert refused.value.waiting == MAX_BACKGROUND_WAITING and refused.value.retry_after >= 1
+        release.set()
+        assert [job.result() for job in running] == ["done"] * (MAX_BACKGROUND_WAITING + 1)
+    lane = hub.lanes()["background"]
+    assert (lane.waiting, lane.running) == (0, 0) and lane.done >= MAX_BACKGROUND_WAITING + 1 and lane.slices > 0

@@ -8,6 +8,7 @@ with. The reference patches one cell per forward, over the whole network."""
 from __future__ import annotations
 
 import copy
+import threading
 
 import pytest
 import torch
@@ -204,3 +205,20 @@ def test_a_stop_that_turns_true_ends_the_grid_between_batches(minilm):
         patching.patch(minilm, clean, corrupted, "residual", stop=stop)
     assert len(asked) == 3
     assert patching.patch(minilm, clean, corrupted, "heads", stop=lambda: False).grid.shape == (6, 12)
+
+
+def test_a_patch_hook_acts_only_on_its_own_threads_forwards():
+    """A server runs a grid on one thread while other forwards run on another: the grid's hooks must not touch them."""
+    layer = torch.nn.Linear(3, 3)
+    x = torch.ones(1, 3)
+    plain = layer(x)
+    handle = layer.register_forward_pre_hook(patching.on_this_thread(lambda _m, args: (args[0] * 0,)))
+    try:
+        seen = {}
+        other = threading.Thread(target=lambda: seen.setdefault("other", layer(x)))
+        other.start()
+        other.join()
+        assert torch.equal(seen["other"], plain)  # another thread's forward: untouched
+        assert torch.equal(layer(x), layer.bias.detach()[None])  # this thread's: patched (its input zeroed)
+    finally:
+        handle.remove()

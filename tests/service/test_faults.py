@@ -80,15 +80,36 @@ def send_and_leave(base: str, body: dict, path: str = "/api/v1/attention?encodin
         stay()
 
 
-def busy_then_leave(client: httpx.Client, base: str, seed: int, leavers: int = 6) -> None:
-    """One client keeps the worker busy with a long input while others queue theirs and leave."""
-    busy = threading.Thread(target=client.post, args=("/api/v1/attention?encoding=u16",),
-                            kwargs={"json": {"text": long_text(1000 + seed)}})
-    busy.start()
-    time.sleep(0.05)
+def lane(client: httpx.Client, name: str = "interactive") -> dict:
+    return client.get("/healthz").json()["jobs"][name]
+
+
+def wait_for(client: httpx.Client, ready: Callable[[dict], bool], name: str = "interactive") -> None:
+    """Until the lane's report satisfies `ready` (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while not ready(lane(client, name)):
+        assert time.monotonic() < deadline, f"the {name} lane never got there: {lane(client, name)}"
+        time.sleep(0.01)
+
+
+def busy_then_leave(client: httpx.Client, base: str, seed: int, leavers: int = 6, busy: int = 4) -> None:
+    """`busy` long inputs keep the interactive lane busy; meanwhile each leaver sends its request, waits until its
+    job is queued behind them, and leaves. Every leaver's job is then waiting when its client leaves."""
+    threads = [threading.Thread(target=client.post, args=("/api/v1/attention?encoding=u16",),
+                                kwargs={"json": {"text": long_text(1000 + seed * busy + i)}}) for i in range(busy)]
+    for thread in threads:
+        thread.start()
+    wait_for(client, lambda now: now["running"] == 1 and now["waiting"] >= 2)  # at least two forwards to go
+
+    def submitted(now: dict) -> int:  # grows by one per job queued, whatever starts or ends meanwhile
+        return now["waiting"] + now["running"] + now["done"]
+
     for i in range(leavers):
-        send_and_leave(base, {"text": long_text(seed * 10 + i)})
-    busy.join()
+        before = submitted(lane(client))
+        send_and_leave(base, {"text": long_text(seed * 10 + i)},
+                       stay=lambda before=before: wait_for(client, lambda now: submitted(now) > before))
+    for thread in threads:
+        thread.join()
 
 
 def idle_jobs(client: httpx.Client) -> dict:
@@ -117,27 +138,35 @@ def test_queued_work_of_clients_that_left_is_dropped(server):
         busy_then_leave(client, server.base, seed)
     jobs = idle_jobs(client)
     assert jobs["queued"] == 0
-    assert jobs["dropped"] - before >= 6  # of 18 that left while queued; none was computed for nobody
+    assert jobs["dropped"] - before == 18  # every job whose client left while it waited: none computed for nobody
     r = client.post("/api/v1/attention", json={"text": "still answering", "layers": [0], "heads": [0]})
     assert r.status_code == 200
     assert settled_rss_mb(server, rss_warm * 1.1) <= rss_warm * 1.1  # flat: nothing kept for the clients that left
     assert "Traceback" not in server.output()
 
 
-def test_a_patching_grid_already_running_stops_when_its_client_leaves(server):
+def test_a_running_grid_lets_views_through_and_stops_when_its_client_leaves(server):
     # MiniLM's residual grid at 128 tokens, the largest one request may ask: 768 patched runs, about 16 CPU s
     client = httpx.Client(base_url=server.base, timeout=60)
     before = idle_jobs(client)["dropped"]
     body = {"clean": " ".join(["cat"] * 126), "corrupted": " ".join(["cat"] * 125 + ["dog"]), "target": "residual"}
+    seen = {}
 
-    def running() -> None:  # the worker was idle, so the job runs as soon as it is queued
-        deadline = time.monotonic() + 30
-        while not client.get("/healthz").json()["jobs"]["queued"] and time.monotonic() < deadline:
-            time.sleep(0.05)
+    def meanwhile() -> None:
+        """While the grid runs on the background lane, a view's forward of a text never sent before is answered,
+        and the grid is still running when it is: the view did not wait for the whole analysis."""
+        wait_for(client, lambda now: now["running"] == 1, "background")
+        seen["answer"] = client.post("/api/v1/attention", json={"text": "A fresh sentence while a grid runs.",
+                                                                "layers": [0], "heads": [0]})
+        seen["grid"] = lane(client, "background")
+        seen["slices"] = seen["grid"]["slices"]
 
-    send_and_leave(server.base, body, "/api/v1/patch", stay=running)
+    send_and_leave(server.base, body, "/api/v1/patch", stay=meanwhile)
+    assert seen["answer"].status_code == 200
+    assert seen["grid"]["running"] == 1 and seen["grid"]["done"] == 0, seen["grid"]
     jobs = idle_jobs(client)
     assert jobs["queued"] == 0 and jobs["dropped"] == before + 1  # stopped, not finished for nobody
+    assert jobs["background"]["slices"] > seen["slices"]  # it asked between slices, and stopped at one
     r = client.post("/api/v1/patch", json={**body, "clean": "The cat sat.", "corrupted": "The dog sat."})
     assert r.status_code == 200
     assert "Traceback" not in server.output()
