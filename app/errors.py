@@ -55,8 +55,10 @@ class JobsBusy(Exception):
     """As many training jobs run as the server allows; `retry_after` is the estimated wait in whole seconds."""
 
     type = "jobs_busy"
+    status = 429  # this client may cancel one of its jobs
 
     def __init__(self, running: int, retry_after: int) -> None:
+        self.ctx: Ctx = {"running": running, "retry_after": retry_after}
         self.running = running
         self.retry_after = retry_after
         self.message = (f"{running} training jobs are running, the most this server runs at once; retry in about "
@@ -69,8 +71,10 @@ class AnalysesBusy(Exception):
     estimated wait in whole seconds (the lane's recent job times, one per analysis ahead)."""
 
     type = "analyses_busy"
+    status = 503  # the server's queue is full, whoever filled it
 
     def __init__(self, waiting: int, retry_after: int) -> None:
+        self.ctx: Ctx = {"waiting": waiting, "retry_after": retry_after}
         self.waiting = waiting
         self.retry_after = retry_after
         self.message = (f"{waiting} long analyses (patching, attribution) already wait for the model, the most this "
@@ -185,18 +189,10 @@ async def unknown_job(request: Request, exc: Exception) -> JSONResponse:
     return _answer(404, exc.message, ("job",), exc.message, exc.type, part=exc.part)
 
 
-async def jobs_busy(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, JobsBusy)
-    answer = _answer(429, exc.message, (), exc.message, exc.type,
-                     {"running": exc.running, "retry_after": exc.retry_after})
-    answer.headers["Retry-After"] = str(exc.retry_after)
-    return answer
-
-
-async def analyses_busy(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, AnalysesBusy)
-    answer = _answer(503, exc.message, (), exc.message, exc.type,
-                     {"waiting": exc.waiting, "retry_after": exc.retry_after})
+async def busy(request: Request, exc: Exception) -> JSONResponse:
+    """JobsBusy (429) and AnalysesBusy (503): what is full, and a Retry-After header with the estimated wait."""
+    assert isinstance(exc, JobsBusy | AnalysesBusy)
+    answer = _answer(exc.status, exc.message, (), exc.message, exc.type, exc.ctx)
     answer.headers["Retry-After"] = str(exc.retry_after)
     return answer
 
@@ -223,5 +219,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(TooManyTokens, too_many_tokens)
     app.add_exception_handler(AnswerTooLarge, answer_too_large)
     app.add_exception_handler(UnknownJob, unknown_job)
-    app.add_exception_handler(JobsBusy, jobs_busy)
-    app.add_exception_handler(AnalysesBusy, analyses_busy)
+    app.add_exception_handler(JobsBusy, busy)
+    app.add_exception_handler(AnalysesBusy, busy)
