@@ -44,7 +44,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from model.analysis import aggregate as aggregates
 from model.analysis import study
@@ -267,11 +266,26 @@ def row_scores(matrix: torch.Tensor, rows: str) -> tuple[float, ...]:
     return tuple(float(v) for v in chosen.tolist())
 
 
+def mean_ranks(values: tuple[float, ...]) -> np.ndarray:
+    """Each value's rank from 1, tied values given the mean of the ranks they share."""
+    x = np.asarray(values, dtype=np.float64)
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])  # first index of each run of equal values
+    ends = np.r_[starts[1:], len(x)]
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat((starts + ends + 1) / 2, ends - starts)  # mean of ranks starts+1 .. ends
+    return ranks
+
+
 def spearman(a: tuple[float, ...], b: tuple[float, ...]) -> float | None:
-    """Spearman's ρ (scipy.stats.spearmanr, ties given their mean rank); None where it is undefined."""
+    """Spearman's ρ: Pearson's correlation of the mean ranks; None where it is undefined."""
     if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
         return None
-    rho = float(spearmanr(a, b).statistic)
+    ra, rb = mean_ranks(a), mean_ranks(b)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    rho = float(ra @ rb / math.sqrt(float(ra @ ra) * float(rb @ rb)))
     return rho if math.isfinite(rho) else None
 
 

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from model.corpus import layout
 from model.errors import RuleError, checked_index
 
@@ -91,7 +89,10 @@ class Corpus:
         # pairs and words opens k files at most, not every shard
         self._starts = [int(s["first"]) for s in shards]
         self._ends = [int(s["first"]) + int(s["lines"]) for s in shards]
+        import duckdb  # here, not at the top: a server without a corpus never loads it (about 12 MB)
+
         self._db = duckdb.connect(":memory:")
+        self._db_error = duckdb.Error
 
     def _metric(self, name: str, field: str) -> str:
         if name not in self.metrics:
@@ -168,7 +169,7 @@ class Corpus:
                 "FROM best JOIN m ON m.text_id = best.text_id GROUP BY best.text_id, best.value "
                 "ORDER BY best.value DESC, best.text_id",
                 [self._heads, layer, head, self._texts, query, key, k])
-        except duckdb.Error as error:  # an expression Python's re takes but DuckDB's RE2 does not
+        except self._db_error as error:  # an expression Python's re takes but DuckDB's RE2 does not
             raise CorpusError("bad_pattern", "query", f"the patterns {query!r} and {key!r} are not both regular "
                               f"expressions DuckDB (RE2) takes: {error}", pattern=query) from None
         texts = self._texts_of([int(r[0]) for r in rows])

@@ -2,7 +2,7 @@
 autograd on transformers' own models: BertModel on the packaged MiniLM files (f: the cosine similarity of the
 mean-pooled last hidden state to a second text's) and GPT2LMHeadModel on a test GPT-2 (f: one next-token logit
 at the last position), both fed `inputs_embeds`. The quadrature's nodes and weights come from numpy's
-Gauss–Legendre rule; the rank correlations from a numpy rank correlation written here."""
+Gauss–Legendre rule; the rank correlations from a numpy rank correlation written here and scipy's."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import copy
 
 import numpy as np
 import pytest
+import scipy.stats
 import torch
 
 from model.analysis import attribution
@@ -153,6 +154,11 @@ def test_compared_scores_and_their_rank_correlations(minilm, gpt2, bert_referenc
 def test_rank_correlation_reference_and_undefined_cases(gpt2):
     assert rank_correlation([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(
         attribution.spearman((1, 2, 2, 3), (1, 3, 2, 4)), abs=1e-12)
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 17, 512):
+        a, b = tuple(rng.integers(0, 5, n) * 0.5), tuple(rng.normal(size=n))  # many ties in a
+        if len(set(a)) > 1:
+            assert attribution.spearman(a, b) == pytest.approx(scipy.stats.spearmanr(a, b).statistic, abs=1e-12)
     assert attribution.spearman((1.0,), (2.0,)) is None
     assert attribution.spearman((1.0, 1.0), (1.0, 2.0)) is None
     one = gpt2.tokenizer.encode("Hello")
