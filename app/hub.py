@@ -31,6 +31,9 @@ from .schemas.service import LaneReport
 T = TypeVar("T")
 TRIM_AFTER_EVICTING = 16 * 1024 * 1024  # bytes of evicted maps after which free heap pages go back to the OS
 MAX_BACKGROUND_WAITING = 4  # long analyses queued behind the running one; the next is answered 503 (AnalysesBusy)
+# Work estimated above this (model/analysis/work.py) runs on the background lane even when the route did not ask:
+# about 1 s alone on 2 cores (a MiniLM forward at 512 tokens is 25 GFLOP, GPT-2's lens at 1024 tokens 260).
+LONG_WORK_FLOPS = 100e9
 
 
 class LayerFeed:
@@ -191,7 +194,7 @@ class ModelHub:
         self.default = default_model
 
     def run(self, fn: Callable[..., T], *args: Any, gone: Callable[[], bool] | None = None,
-            stoppable: bool = False, background: bool = False) -> T:
+            stoppable: bool = False, background: bool = False, flops: float = 0.0) -> T:
         """Run model work on a lane's thread (the interactive one, or the background one) and wait for its result.
 
         `gone` tells whether the client has left; work queued for a client that
@@ -199,8 +202,10 @@ class ModelHub:
         `stoppable`, fn also gets `stop=` a callable that turns True once the client
         has left while fn runs; fn checks it between its pieces of work (its slices)
         and raises model.errors.Stopped, and the job counts as dropped too. AnalysesBusy
-        when the background lane already has MAX_BACKGROUND_WAITING jobs waiting.
+        when the background lane already has MAX_BACKGROUND_WAITING jobs waiting. `flops`, the work's estimate,
+        over LONG_WORK_FLOPS sends it to the background lane too: a view's forward never waits behind it.
         """
+        background = background or flops > LONG_WORK_FLOPS
         lane = self._background if background else self._worker
         if background and lane.waiting >= MAX_BACKGROUND_WAITING:
             raise AnalysesBusy(lane.waiting, lane.expected_wait())

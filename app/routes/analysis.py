@@ -70,9 +70,9 @@ def aggregate(r: AggregateInput, hub: Hub, settings: SettingsDep, gone: ClientLe
     cfg, n = r.model.cfg, len(r.encoded)
     refuse_over_cap(cfg.n_layers * n * n, settings.max_json_values, f"{cfg.n_layers} layers x {n}x{n}",
                     "send a shorter text")
-    work.check_tokens(lambda t: work.attention(cfg, t, r.req.kind), n, settings.work_budget,
-                      f"the {r.req.kind} aggregate", cfg.max_positions)
-    maps = hub.run(study.aggregate, r.model, r.encoded, r.req.kind, r.req.residual, gone=gone)
+    flops = work.check_tokens(lambda t: work.attention(cfg, t, r.req.kind), n, settings.work_budget,
+                              f"the {r.req.kind} aggregate", cfg.max_positions)
+    maps = hub.run(study.aggregate, r.model, r.encoded, r.req.kind, r.req.residual, gone=gone, flops=flops)
     return serialize.aggregate(r, maps, r.req.kind, r.req.residual)
 
 
@@ -92,9 +92,9 @@ def aggregate(r: AggregateInput, hub: Hub, settings: SettingsDep, gone: ClientLe
 )
 def metrics(r: MetricsInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
     cfg = r.model.cfg
-    work.check_tokens(lambda t: work.metrics(cfg, t), len(r.encoded), settings.work_budget, "the head metrics",
-                      cfg.max_positions)
-    return serialize.head_metrics(r, hub.run(study.head_metrics, r.model, r.encoded, gone=gone))
+    flops = work.check_tokens(lambda t: work.metrics(cfg, t), len(r.encoded), settings.work_budget,
+                              "the head metrics", cfg.max_positions)
+    return serialize.head_metrics(r, hub.run(study.head_metrics, r.model, r.encoded, gone=gone, flops=flops))
 
 
 # ---- /contributions ----
@@ -120,9 +120,10 @@ def contributions(r: ContributionsInput, hub: Hub, settings: SettingsDep, gone: 
                     f"{len(r.layers)} layers x ({len(r.heads)} heads + the layer sum) x {n}x{n}",
                     "ask for fewer layers or heads")
     cfg = r.model.cfg
-    work.check_tokens(lambda t: work.contributions(cfg, t, len(r.layers)), n, settings.work_budget,
-                      f"the contributions of {len(r.layers)} layers", cfg.max_positions)
-    return serialize.contributions(r, hub.run(study.contributions, r.model, r.encoded, r.layers, r.heads, gone=gone))
+    flops = work.check_tokens(lambda t: work.contributions(cfg, t, len(r.layers)), n, settings.work_budget,
+                              f"the contributions of {len(r.layers)} layers", cfg.max_positions)
+    found = hub.run(study.contributions, r.model, r.encoded, r.layers, r.heads, gone=gone, flops=flops)
+    return serialize.contributions(r, found)
 
 
 # ---- /lens ----
@@ -148,7 +149,7 @@ LensInput = Annotated[Resolved[LensRequest], Depends(resolved_with_lm_head(LensR
 def logit_lens(r: LensInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
     position = lens.checked_position(r.req.position, len(r.encoded))
     cfg = r.model.cfg
-    work.check_tokens(lambda t: work.lens(cfg, t), len(r.encoded), settings.work_budget, "the logit lens",
-                      cfg.max_positions)
-    layers = hub.run(study.logit_lens, r.model, r.encoded, position, r.req.top_k, gone=gone)
+    flops = work.check_tokens(lambda t: work.lens(cfg, t), len(r.encoded), settings.work_budget, "the logit lens",
+                              cfg.max_positions)
+    layers = hub.run(study.logit_lens, r.model, r.encoded, position, r.req.top_k, gone=gone, flops=flops)
     return serialize.logit_lens(r, position, r.req.top_k, layers)

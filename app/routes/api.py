@@ -193,9 +193,9 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
                         settings.max_json_values,
                         f"{len(r.heads)} heads at {n} tokens",
                         "trace one head at a time, send a shorter text or ask for ?encoding=f32")
-    work.check_tokens(lambda t: work.trace(cfg, t, layer), n, settings.work_budget, f"tracing layer {layer}",
-                      cfg.max_positions)
-    steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, gone=gone)
+    flops = work.check_tokens(lambda t: work.trace(cfg, t, layer), n, settings.work_budget,
+                              f"tracing layer {layer}", cfg.max_positions)
+    steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, gone=gone, flops=flops)
     fields = {"model": r.spec.id, "tokens": r.tokens, "layer": layer, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
               "d_head": cfg.d_head, "heads": r.heads, "scale": r.model.attention_scale(layer)}
     if cfg.kv_heads < cfg.n_heads:  # grouped-query attention: the key-value head serving each query head

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Annotated
 
 import anyio
@@ -63,7 +64,8 @@ async def generate(r: GenerateInput, hub: Hub, settings: SettingsDep) -> Respons
     if len(r.encoded) + req.max_new_tokens <= cfg.max_positions:  # else Generation says generate_too_long
         work.check_generate(cfg, len(r.encoded), req.max_new_tokens, settings.work_budget)
     sampling = Sampling(req.temperature, req.top_k, req.top_p, req.seed)
-    run = await anyio.to_thread.run_sync(hub.run, Generation, r.model, r.encoded.ids, req.max_new_tokens, sampling,
+    prefill = partial(hub.run, flops=work.forward(cfg, len(r.encoded)))  # a long prompt: the background lane
+    run = await anyio.to_thread.run_sync(prefill, Generation, r.model, r.encoded.ids, req.max_new_tokens, sampling,
                                          req.attention)
     prompt = PromptEvent(tokens=tokens(r.encoded.tokens), n_layers=cfg.n_layers, n_heads=cfg.n_heads,
                          n_kv_heads=cfg.kv_heads, d_head=cfg.d_head, dtype=r.model.dtype_name,

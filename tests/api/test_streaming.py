@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 from app.errors import AnalysesBusy
-from app.hub import MAX_BACKGROUND_WAITING, ModelHub
+from app.hub import LONG_WORK_FLOPS, MAX_BACKGROUND_WAITING, ModelHub
+from model.analysis import work
 from model.checkpoints.loaded import LoadedModel
 from model.errors import Stopped
+from model.nets.config import NetConfig
 
 TEXT = " ".join(f"word{i % 17} line{i % 5}" for i in range(100))  # 400 tokens
 
@@ -142,3 +144,17 @@ def test_long_analyses_wait_in_their_own_lane_and_one_too_many_is_told_when_to_r
         assert [job.result() for job in running] == ["done"] * (MAX_BACKGROUND_WAITING + 1)
     lane = hub.lanes()["background"]
     assert (lane.waiting, lane.running) == (0, 0) and lane.done >= MAX_BACKGROUND_WAITING + 1 and lane.slices > 0
+
+
+def test_work_estimated_long_runs_on_the_background_lane(hub):
+    """hub.run with an estimate over LONG_WORK_FLOPS takes the background lane (a view's forward never waits behind
+    it), under it the interactive one; the comment's figures are the estimates of model/analysis/work.py."""
+    here = lambda: threading.current_thread().name  # noqa: E731
+    assert hub.run(here, flops=LONG_WORK_FLOPS / 2).startswith("attnscope-model")
+    assert hub.run(here, flops=LONG_WORK_FLOPS * 2).startswith("attnscope-background")
+    assert hub.run(here).startswith("attnscope-model")
+    minilm = hub.loaded["minilm"].cfg
+    assert work.forward(minilm, 512) < LONG_WORK_FLOPS / 2  # every MiniLM view at its limit stays interactive
+    gpt2 = NetConfig(vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_positions=1024,
+                     norm_place="pre", causal=True, tied_head=True)
+    assert work.lens(gpt2, 1024) > LONG_WORK_FLOPS  # GPT-2's lens at its limit goes to the background lane
