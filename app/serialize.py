@@ -42,6 +42,7 @@ from pydantic import BaseModel
 
 from model.analysis import circuits, study
 from model.analysis.generate import Generation, NewToken
+from model.checkpoints.loaded import BlockParts
 from model.checkpoints.tokenizer import Token
 from model.lab import iris
 from model.maps import U16_SCALE
@@ -99,6 +100,31 @@ def steps(record: dict) -> dict:
         step: {k: matrix(v) for k, v in value.items()} if isinstance(value, dict) else matrix(value)
         for step, value in record.items()
     }
+
+
+def block_caption_key(name: str, order: str, gated: bool) -> str:
+    """The UI dictionary key of a block step's caption (TraceBlock.steps): norm_1/2 and add_1/2 mean another
+    thing before and after the sublayers, mlp_hidden and mlp_act another in a gated MLP."""
+    if name in ("norm_1", "norm_2", "add_1", "add_2"):
+        return f"steps.block.{name}.{order}"
+    if gated and name in ("mlp_hidden", "mlp_act"):
+        return f"steps.block.{name}.gated"
+    return f"steps.block.{name}"
+
+
+def block(parts: BlockParts, arrays: dict[str, torch.Tensor], with_arrays: bool = True) -> dict[str, Any]:
+    """A traced block (BlockParts and its BLOCK_STEPS arrays in the order computed) as TraceBlock's fields; without
+    `with_arrays` (the f32 answer's header, whose arrays travel as bytes) no `arrays`."""
+    answer = {
+        "order": parts.order, "norm": parts.norm, "eps": parts.eps, "activation": parts.activation,
+        "gated": parts.gated, "d_ff": parts.d_ff,
+        "steps": [{"name": name, "caption_key": block_caption_key(name, parts.order, parts.gated),
+                   "shape": list(t.shape)} for name, t in arrays.items()],
+        "params": {name: {"weight": w.tolist(), "bias": None if b is None else b.tolist()}
+                   for name, (w, b) in parts.params.items()},
+        "output_step": "add_2" if parts.order == "pre" else "norm_2",
+    }
+    return {**answer, "arrays": {name: matrix(t) for name, t in arrays.items()}} if with_arrays else answer
 
 
 def rope(theta: float, scaling: RopeScaling | None, frequencies: torch.Tensor) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from functools import partial
 
 import torch
 
-from model.steps import STEPS
+from model.steps import BLOCK_STEPS, STEPS
 
 # What one step records: a tensor, or for `project`/`split` a dict q/k/v -> tensor.
 StepValue = torch.Tensor | dict[str, torch.Tensor]
@@ -24,7 +24,8 @@ def widen(t: torch.Tensor) -> torch.Tensor:
 class Trace:
     """Collects step values for chosen layers and steps during one forward.
 
-    `layers=None` records every layer; `steps=None` records every step.
+    `layers=None` records every layer; `steps=None` records every step of the attention (STEPS); the steps of
+    the rest of the block (BLOCK_STEPS) only when named.
     Values are detached; nothing is recorded for layers or steps not asked for,
     so a forward with a narrow trace costs little more than one without.
     `on_record(layer, step, value)`, when given, sees each value during the forward and returns what
@@ -35,9 +36,9 @@ class Trace:
                  on_record: OnRecord | None = None) -> None:
         self.layers = None if layers is None else frozenset(layers)
         chosen = STEPS if steps is None else tuple(steps)
-        unknown = [s for s in chosen if s not in STEPS]
+        unknown = [s for s in chosen if s not in STEPS and s not in BLOCK_STEPS]
         if unknown:
-            raise ValueError(f"unknown steps {unknown}; the steps are {list(STEPS)}")
+            raise ValueError(f"unknown steps {unknown}; the steps are {list(STEPS + BLOCK_STEPS)}")
         self.steps = frozenset(chosen)
         self.on_record = on_record
         self.records: dict[int, dict[str, StepValue]] = {}

@@ -7,8 +7,9 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, Query, Response
 
 from model.analysis import work
-from model.analysis.sizes import attention_numbers, pooled_side, trace_numbers
+from model.analysis.sizes import attention_numbers, block_numbers, pooled_side, trace_numbers
 from model.maps import pool_bins
+from model.steps import BLOCK_STEPS
 
 from .. import serialize
 from ..deps import AttentionInput, ClientLeft, Hub, Resolved, SettingsDep, SummaryInput, TraceInput
@@ -189,13 +190,15 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
           encoding: TraceEncodingParam = TraceEncoding.json) -> Response:
     cfg, (layer,), n = r.model.cfg, r.layers, len(r.encoded)
     if encoding is TraceEncoding.json:
-        refuse_over_cap(trace_numbers(n, cfg.d_model, cfg.d_head, len(r.heads), rotated=cfg.positions == "rope"),
-                        settings.max_json_values,
+        numbers = trace_numbers(n, cfg.d_model, cfg.d_head, len(r.heads), rotated=cfg.positions == "rope")
+        refuse_over_cap(numbers + (block_numbers(cfg, layer, n) if r.req.block else 0), settings.max_json_values,
                         f"{len(r.heads)} heads at {n} tokens",
                         "trace one head at a time, send a shorter text or ask for ?encoding=f32")
     flops = work.check_tokens(lambda t: work.trace(cfg, t, layer), n, settings.work_budget,
                               f"tracing layer {layer}", cfg.max_positions)
-    steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, gone=gone, flops=flops)
+    steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, r.req.block, gone=gone, flops=flops)
+    # the block's steps, T x width each, in the order computed
+    arrays: dict[str, Any] = {name: steps.pop(name) for name in list(steps) if name in BLOCK_STEPS}
     fields = {"model": r.spec.id, "tokens": r.tokens, "layer": layer, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
               "d_head": cfg.d_head, "heads": r.heads, "scale": r.model.attention_scale(layer)}
     if cfg.kv_heads < cfg.n_heads:  # grouped-query attention: the key-value head serving each query head
@@ -205,10 +208,16 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
     frequencies = r.model.rope_frequencies
     if frequencies is not None:  # RoPE: its settings; `split` is before the rotation, `rotated` after it
         fields["rope"] = serialize.rope(cfg.rope_theta, cfg.rope_scaling, frequencies)
+    parts = r.model.block_parts(layer) if r.req.block else None
     if encoding is TraceEncoding.f32:
-        return serialize.f32_trace_response({**fields, "tokens": [t.model_dump() for t in r.tokens]}, steps)
+        header = {**fields, "tokens": [t.model_dump() for t in r.tokens]}
+        if parts is not None:  # its arrays travel as step "block", one key each
+            header["block"] = serialize.block(parts, arrays, with_arrays=False)
+            steps["block"] = arrays
+        return serialize.f32_trace_response(header, steps)
     rotated = steps.get("rotated")
     body = TraceResponse(**fields, steps=serialize.steps({k: v for k, v in steps.items() if k != "rotated"}),
+                         block=None if parts is None else serialize.block(parts, arrays),
                          rotated=None if rotated is None else serialize.steps(cast(dict, rotated)))
-    return serialize.json_response(body, leave_out=tuple(k for k in ("kv_head", "softcap", "rope", "rotated")
+    return serialize.json_response(body, leave_out=tuple(k for k in ("kv_head", "softcap", "rope", "rotated", "block")
                                                          if getattr(body, k) is None))

@@ -108,6 +108,8 @@ class TraceRequest(TextRequest):
 
     layer: Index = Field(description="The layer to trace (0-based), below the model's n_layers.")
     head: Index | None = Field(None, description="One head to trace, below the model's n_heads; null means all.")
+    block: bool = Field(True, description="Also the rest of the layer's block (`block` in the answer): the residual "
+                        "sums, the norms and the MLP. false leaves it out.")
 
 
 class SummaryRequest(AttentionRequest):
@@ -187,6 +189,38 @@ class TraceSteps(Steps[Matrix]):
     input: Matrix = Field(description="N x d_model: the hidden state entering the layer's attention.")
 
 
+class BlockStep(BaseModel):
+    name: str = Field(description="The array in `arrays` this step makes (one of model/steps.py's BLOCK_STEPS).")
+    caption_key: str = Field(description="The UI dictionary key of its caption: the step's name and, where the "
+                             "step means another thing, the norms' place (`.post`, `.pre`) or the gated MLP's "
+                             "(`.gated`).")
+    shape: list[int] = Field(description="[N, d_model], or [N, d_ff] for the MLP's inner steps.")
+
+
+class NormWeights(BaseModel):
+    weight: list[float] = Field(description="γ, d_model numbers (Gemma 2's 1 + w, as the model multiplies).")
+    bias: list[float] | None = Field(description="β, d_model numbers; null for RMSNorm, which has none.")
+
+
+class TraceBlock(BaseModel):
+    order: Literal["post", "pre"] = Field(description="`post` (BERT): x = norm(x + sublayer(x)) after the attention "
+                                          "and after the MLP; `pre` (GPT-2, the Llama family): x = x + sublayer("
+                                          "norm(x)), and a final norm after the last block.")
+    norm: Literal["layer", "rms"] = Field(description="LayerNorm: (x − mean)/√(var + eps)·γ + β; RMSNorm: "
+                                          "x/√(mean(x²) + eps)·γ.")
+    eps: float = Field(description="The norms' eps.")
+    activation: str = Field(description="The MLP's activation: gelu, gelu_new (tanh approximation), relu, silu.")
+    gated: bool = Field(description="A gated MLP (the Llama family): act(x W_gate) ⊙ (x W_in), then W_out.")
+    d_ff: int = Field(description="The MLP's inner width.")
+    steps: list[BlockStep] = Field(description="The block's steps around the attention, in the order it computes "
+                                   "them (the attention's own steps are in `steps`, between norm_1 and add_1 for "
+                                   "`pre`, between block_input and add_1 for `post`).")
+    arrays: dict[str, Matrix] = Field(description="Each step's N x width numbers, by name.")
+    params: dict[str, NormWeights] = Field(description="Each norm step's weights, by its name.")
+    output_step: str = Field(description="The step whose array is the layer's output, transformers' "
+                             "hidden_states[layer + 1] (before a pre-norm model's final norm): norm_2 or add_2.")
+
+
 class RotatedHeads(BaseModel):
     q: Stack = Field(description="Each returned head's q after RoPE's rotation (h x N x d_head).")
     k: Stack = Field(description="Each returned head's k after RoPE's rotation (h x N x d_head).")
@@ -232,6 +266,8 @@ class TraceResponse(BaseModel):
         None, description="Only for a model with RoPE (positions `rope` in GET /api/v1/models; absent otherwise): "
                           "its base, scaling and frequencies.")
     steps: TraceSteps
+    block: TraceBlock | None = Field(None, description="The rest of the layer's block (absent when the request's "
+                                     "`block` is false).")
     rotated: RotatedHeads | None = Field(
         None, description="Only for a model with RoPE (absent otherwise): q and k after the rotation, which the "
                           "scores are made of (`scores` = rotated.q · rotated.kᵀ); `steps.split` holds them before it.")

@@ -15,6 +15,7 @@ from model.maps import AttentionMaps, quantize_u16
 from model.nets.config import NetConfig
 from model.nets.edit import Edit
 from model.nets.transformer import Transformer
+from model.steps import BLOCK_STEPS, STEPS
 from model.trace import StepValue, Trace, arrange_rotation, select, widen
 
 
@@ -31,6 +32,22 @@ class ModelSpec:
     causal: bool
     locate: Callable[[], Path]  # the checkpoint directory used unless settings name another
     local: bool = False  # a directory the user named; its path is never put in an API answer
+
+
+@dataclass(frozen=True)
+class BlockParts:
+    """A block's build around its attention: the norms' place (`post`: after each residual sum, BERT; `pre`:
+    before each sublayer, GPT-2 and the Llama family) and kind (LayerNorm or RMSNorm, with `eps`), the MLP's
+    activation, whether the MLP is gated (act(x W_gate) ⊙ x W_in), its width, and each norm's weight γ and
+    bias β (None: RMSNorm has none) by the name of the step it makes (model/steps.py BLOCK_STEPS)."""
+
+    order: str
+    norm: str
+    activation: str
+    gated: bool
+    eps: float
+    d_ff: int
+    params: dict[str, tuple[torch.Tensor, torch.Tensor | None]]
 
 
 @dataclass(eq=False)  # a loaded model is itself: compared and hashed by identity (analyses cache per model)
@@ -135,13 +152,29 @@ class LoadedModel:
         self.run(encoded, trace, edit)
         return AttentionMaps(tuple(trace.tensor(i, "softmax") for i in range(self.cfg.n_layers)))
 
-    def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None) -> dict[str, StepValue]:
+    def trace_layer(self, encoded: Encoded, layer: int, heads: list[int] | None = None,
+                    block: bool = False) -> dict[str, StepValue]:
         """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`. The layers
         after it are not run. With RoPE, `split` holds q and k before the rotation and `rotated` (after `split`)
-        holds them after it (model/trace.py arrange_rotation)."""
-        trace = Trace(layers=[layer])
+        holds them after it (model/trace.py arrange_rotation). `block`: the steps of the rest of the block too
+        (BLOCK_STEPS, each T x width, in the order the block computes them; block_parts says what they are)."""
+        trace = Trace(layers=[layer], steps=STEPS + BLOCK_STEPS if block else None)
         self.run(encoded, trace, through=layer)
         return arrange_rotation(select(trace[layer], heads))
+
+    def block_parts(self, layer: int) -> BlockParts:
+        """How block `layer` is built around its attention, with its norms' weights (float32, on the CPU)."""
+        cfg, block = self.cfg, self.net.block(layer)
+        norms = {"norm_1": block.attention_norm, "norm_2": block.ff_norm, "post_norm_1": block.attention_post_norm,
+                 "post_norm_2": block.ff_post_norm,
+                 "final_norm": self.net.final_norm if layer == cfg.n_layers - 1 else None}
+        def readable(t: object) -> torch.Tensor | None:
+            return None if t is None else widen(cast(torch.Tensor, t).detach()).cpu()
+
+        params = {name: (cast(torch.Tensor, readable(norm.weight)), readable(getattr(norm, "bias", None)))
+                  for name, norm in norms.items() if norm is not None}
+        return BlockParts(order=cfg.norm_place, norm=cfg.norm, activation=cfg.activation, gated=cfg.mlp == "gated",
+                          eps=cfg.layer_norm_eps, d_ff=cfg.d_ff, params=params)
 
     @property
     def rope_frequencies(self) -> torch.Tensor | None:

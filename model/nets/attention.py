@@ -267,7 +267,7 @@ class MultiHeadAttention(nn.Module):
         return out
 
 
-class _NoRecord:
+class NoRecord:
     """Recorder used when nothing is traced."""
 
     def wants(self, step: str) -> bool:
@@ -277,4 +277,4 @@ class _NoRecord:
         pass
 
 
-NO_RECORD = _NoRecord()
+NO_RECORD = NoRecord()

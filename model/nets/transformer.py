@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 import torch
 from torch import nn
 
-from model.nets.attention import MultiHeadAttention, causal_mask, key_padding_mask
+from model.nets.attention import NO_RECORD, MultiHeadAttention, NoRecord, causal_mask, key_padding_mask
 from model.nets.config import ACTIVATIONS, NetConfig
 from model.nets.positions import rope_half, rope_inverse_frequencies
 from model.trace import LayerRecorder, Trace
@@ -82,35 +82,60 @@ class Block(nn.Module):
         self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model, bias=mlp_bias)
         self.activation = ACTIVATIONS[cfg.activation]
 
-    def mlp(self, x: torch.Tensor) -> torch.Tensor:
-        """out(act(in(x))), or gated: out(act(gate(x)) ⊙ in(x)) (SwiGLU, GeGLU)."""
+    def mlp(self, x: torch.Tensor, record: LayerRecorder | NoRecord = NO_RECORD) -> torch.Tensor:
+        """out(act(in(x))), or gated: out(act(gate(x)) ⊙ in(x)) (SwiGLU, GeGLU). Each token's row alone."""
         if self.ff_gate is None:
-            hidden = self.activation(self.ff_in(x))  # (B, T, d_ff)
+            before = self.ff_in(x)  # (B, T, d_ff)
+            record("mlp_hidden", before)
+            hidden = self.activation(before)  # (B, T, d_ff)
         else:
-            hidden = self.activation(self.ff_gate(x)) * self.ff_in(x)  # (B, T, d_ff)
+            gate = self.ff_gate(x)  # (B, T, d_ff)
+            record("mlp_gate", gate)
+            opened = self.activation(gate)  # (B, T, d_ff)
+            record("mlp_gate_act", opened)
+            up = self.ff_in(x)  # (B, T, d_ff)
+            record("mlp_hidden", up)
+            hidden = opened * up  # (B, T, d_ff)
+        record("mlp_act", hidden)
         out: torch.Tensor = self.ff_out(hidden)  # (B, T, D)
+        record("mlp_out", out)
         return out
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None,
         edit: Edit | None = None, cache: LayerCache | None = None, mask_keeps_a_key: bool = False,
     ) -> torch.Tensor:
-        """`mask_keeps_a_key`: see MultiHeadAttention.forward."""
+        """`mask_keeps_a_key`: see MultiHeadAttention.forward. `record` sees the attention's steps (STEPS) and
+        the block's around it (BLOCK_STEPS, model/steps.py), in the order they are computed."""
         kept = mask_keeps_a_key
+        rec = record or NO_RECORD
+        rec("block_input", x)
         if self.pre_norm:
-            attended = self.attention(self.attention_norm(x), mask=mask, record=record, edit=edit, cache=cache,
-                                      mask_keeps_a_key=kept)
+            normed = self.attention_norm(x)  # (B, T, D)
+            rec("norm_1", normed)
+            attended = self.attention(normed, mask=mask, record=record, edit=edit, cache=cache, mask_keeps_a_key=kept)
             if self.attention_post_norm is not None:
                 attended = self.attention_post_norm(attended)
+                rec("post_norm_1", attended)
             x = x + attended  # (B, T, D)
-            fed = self.mlp(self.ff_norm(x))  # (B, T, D)
+            rec("add_1", x)
+            normed = self.ff_norm(x)  # (B, T, D)
+            rec("norm_2", normed)
+            fed = self.mlp(normed, rec)  # (B, T, D)
             if self.ff_post_norm is not None:
                 fed = self.ff_post_norm(fed)
+                rec("post_norm_2", fed)
             added: torch.Tensor = x + fed  # (B, T, D)
+            rec("add_2", added)
             return added
-        x = self.attention_norm(x + self.attention(x, mask=mask, record=record, edit=edit, cache=cache,
-                                                   mask_keeps_a_key=kept))  # (B, T, D)
-        out: torch.Tensor = self.ff_norm(x + self.mlp(x))  # (B, T, D)
+        x = x + self.attention(x, mask=mask, record=record, edit=edit, cache=cache, mask_keeps_a_key=kept)
+        rec("add_1", x)
+        x = self.attention_norm(x)  # (B, T, D)
+        rec("norm_1", x)
+        x = x + self.mlp(x, rec)
+        rec("add_2", x)
+        out: torch.Tensor = self.ff_norm(x)  # (B, T, D)
+        rec("norm_2", out)
         return out
 
 
@@ -184,11 +209,22 @@ class Transformer(nn.Module):
         masks = self.layer_masks(t, ids.device, padding, offset)
         x: torch.Tensor = self.embeddings(ids, segments, offset)  # (B, T, D)
         blocks = self.blocks if through is None else self.blocks[: through + 1]
+        record = None
         for i, block in enumerate(blocks):
-            x = block(x, mask=masks[i], record=trace.recorder(i) if trace is not None else None,
-                      edit=edit if edit is not None and edit.layer == i else None,
+            record = trace.recorder(i) if trace is not None else None
+            x = block(x, mask=masks[i], record=record, edit=edit if edit is not None and edit.layer == i else None,
                       cache=cache.layers[i] if cache is not None else None, mask_keeps_a_key=padding is None)
-        return x if self.final_norm is None or through is not None else self.final_norm(x)
+        if self.final_norm is None:
+            return x
+        if through is None:
+            normed: torch.Tensor = self.final_norm(x)  # (B, T, D)
+        elif through == self.cfg.n_layers - 1 and record is not None and record.wants("final_norm"):
+            normed = self.final_norm(x)  # a trace of the last block shows the final norm too
+        else:
+            return x
+        if record is not None:
+            record("final_norm", normed)
+        return x if through is not None else normed
 
     def layer_masks(self, t: int, device: torch.device, padding: torch.Tensor | None = None, offset: int = 0,
                     ) -> list[torch.Tensor | None]:

@@ -111,12 +111,15 @@ def test_f32_trace_equals_the_json_trace_number_for_number(client, body):
     r = post(client, "trace", "f32", **body)
     assert r.headers["content-type"] == "application/octet-stream"
     header, steps = decode_f32_trace(r.content)
-    assert {k: v for k, v in header.items() if k not in ("dtype", "arrays")} == {
-        k: v for k, v in js.items() if k != "steps"}
+    assert {k: v for k, v in header.items() if k not in ("dtype", "arrays", "block")} == {
+        k: v for k, v in js.items() if k not in ("steps", "block")}
+    block = js["block"]  # the block's arrays travel as step "block", one key each, in its steps' order
+    assert header["block"] == {k: v for k, v in block.items() if k != "arrays"}
+    every = {**js["steps"], "block": block["arrays"]}
     assert [(a["step"], a["key"]) for a in header["arrays"]] == [
-        (step, key) for step, value in js["steps"].items()
-        for key in (value if isinstance(value, dict) else [None])]
-    for step, value in js["steps"].items():
+        (step, key) for step, value in every.items() for key in (value if isinstance(value, dict) else [None])]
+    assert list(block["arrays"]) == [s["name"] for s in block["steps"]]
+    for step, value in every.items():
         for key, numbers in (value.items() if isinstance(value, dict) else [(None, value)]):
             assert_same_numbers(steps[step] if key is None else steps[step][key], numbers)
 
