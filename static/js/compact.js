@@ -96,9 +96,13 @@ export function decodeTraceF32(buffer) {
   }
   // A model with RoPE: q and k after the rotation come as step "rotated"; the JSON answer has them beside
   // `steps`. (Taken out with delete, not a rest spread, which would read, and so make, every other step.)
-  const { rotated } = steps;
+  // The rest of the block (`block`): its arrays come as step "block", its other fields in the header.
+  const { rotated, block } = steps;
   delete steps.rotated;
-  return rotated ? { ...fields, steps, rotated } : { ...fields, steps };
+  delete steps.block;
+  const answer = rotated ? { ...fields, steps, rotated } : { ...fields, steps };
+  if (fields.block) answer.block = { ...fields.block, arrays: block ?? {} };
+  return answer;
 }
 
 /** A row-major Float32Array as an array of rows (what Plotly's heatmap `z` takes). */

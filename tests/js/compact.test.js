@@ -116,10 +116,16 @@ function flatten(numbers) {
 
 /** An f32 trace body as the server writes it (app/serialize.py f32_trace_response), from a JSON answer. */
 function encodeTrace(answer) {
-  const { steps: traced, rotated, ...fields } = answer;
+  const { steps: traced, rotated, block, ...fields } = answer;
   // a RoPE model's rotated q and k go right after the split, as step "rotated"
   const steps = rotated ? Object.fromEntries(Object.entries(traced).flatMap(
-    ([step, value]) => (step === 'split' ? [[step, value], ['rotated', rotated]] : [[step, value]]))) : traced;
+    ([step, value]) => (step === 'split' ? [[step, value], ['rotated', rotated]] : [[step, value]]))) : { ...traced };
+  // the block's arrays last, as step "block"; the rest of `block` in the header (app/routes/api.py trace)
+  if (block) {
+    const { arrays: blockArrays, ...blockFields } = block;
+    steps.block = blockArrays;
+    fields.block = blockFields;
+  }
   const arrays = [];
   const chunks = [];
   for (const [step, value] of Object.entries(steps)) {
@@ -188,6 +194,24 @@ test('a RoPE trace decodes with `rotated` beside the steps, as in the JSON answe
   assert.deepEqual(decoded, answer);
   assert.deepEqual(Object.keys(decoded.steps), Object.keys(answer.steps)); // no step "rotated"
   assert.ok(!('rotated' in decodeTraceF32(encodeTrace(jsonTrace()))), 'no rotation, no `rotated`');
+});
+
+test('a trace with the block decodes with `block.arrays` in its steps\' order, as in the JSON answer', () => {
+  const answer = jsonTrace();
+  const row = (seed, width) => [0, 1, 2].map((i) => Array.from({ length: width }, (_, j) => Math.fround(seed + i - j / 8)));
+  answer.block = {
+    order: 'post', norm: 'layer', eps: 1e-12, activation: 'gelu', gated: false, d_ff: 8,
+    steps: [{ name: 'block_input', caption_key: 'steps.block.block_input', shape: [3, 4] },
+      { name: 'add_1', caption_key: 'steps.block.add_1.post', shape: [3, 4] },
+      { name: 'mlp_hidden', caption_key: 'steps.block.mlp_hidden', shape: [3, 8] }],
+    arrays: { block_input: row(1, 4), add_1: row(2, 4), mlp_hidden: row(3, 8) },
+    params: { norm_1: { weight: [1, 1, 1, 1], bias: null } }, output_step: 'norm_2',
+  };
+  const decoded = decodeTraceF32(encodeTrace(answer));
+  assert.deepEqual(decoded, answer);
+  assert.deepEqual(Object.keys(decoded.block.arrays), ['block_input', 'add_1', 'mlp_hidden']);
+  assert.deepEqual(Object.keys(decoded.steps), Object.keys(answer.steps)); // no step "block"
+  assert.ok(!('block' in decodeTraceF32(encodeTrace(jsonTrace()))), 'no block asked, no `block`');
 });
 
 test('-inf in an f32 trace is a hidden entry: null, as in the JSON answer', () => {

@@ -19,7 +19,7 @@ from model.nets.attention import (
     softmax_rows,
     split_heads,
 )
-from model.steps import STEPS
+from model.steps import BLOCK_STEPS, STEPS
 from model.trace import Trace
 from tests.properties import examples
 
@@ -29,6 +29,8 @@ finite = st.floats(min_value=-30, max_value=30, allow_nan=False, allow_infinity=
 def test_steps_are_pinned():
     assert STEPS == ("input", "project", "split", "scores", "scale",
                      "mask", "softmax", "weighted_sum", "concat", "output")
+    assert BLOCK_STEPS == ("block_input", "norm_1", "post_norm_1", "add_1", "norm_2", "mlp_gate", "mlp_gate_act",
+                           "mlp_hidden", "mlp_act", "mlp_out", "post_norm_2", "add_2", "final_norm")
 
 
 def test_the_pages_step_list_is_model_steps():
