@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -15,7 +16,7 @@ from model.checkpoints import batch as batching
 from model.checkpoints import load as load_model
 from model.checkpoints.tokenizer import Encoded, Token
 from model.errors import InputError, checked_index, checked_indices
-from model.steps import STEPS
+from model.steps import BLOCK_STEPS, STEPS
 from model.trace import PER_HEAD_STEPS
 
 # One input of a batch: a text, or a (text, pair) tuple for a model that takes pairs.
@@ -199,7 +200,8 @@ class Model:
                            attention=None if t.attention is None else torch.stack(t.attention).numpy(),
                            cache_bytes=t.cache_bytes)
 
-    def trace(self, text: str, layer: int, head: int | None = None, pair: str | None = None) -> dict[str, np.ndarray]:
+    def trace(self, text: str, layer: int, head: int | None = None, pair: str | None = None,
+              block: bool = False) -> dict[str, np.ndarray]:
         """Every step of one layer's attention (model/steps.py STEPS), as float32 numpy arrays in step order.
 
         Keys and shapes (T tokens, D the model width, H heads, Dh = D / H): `input` (T, D); `project.q`,
@@ -208,12 +210,14 @@ class Model:
         where a key is hidden (the upper triangle of a causal model). With `head` given, the per-head steps
         are that head's alone, without the head axis ((T, Dh), (T, T)). `softmax` equals the layer's map
         from `attention`. A model with RoPE: `split.q` and `split.k` are before the rotation, and
-        `rotated.q`, `rotated.k` (H, T, Dh) after it (`scores` = rotated.q · rotated.kᵀ)."""
+        `rotated.q`, `rotated.k` (H, T, Dh) after it (`scores` = rotated.q · rotated.kᵀ). With `block`, the
+        rest of the layer's block follows as `block.<step>` (model/steps.py BLOCK_STEPS: the residual sums, the
+        norms, the MLP inside, (T, D) or (T, d_ff)) in the order the block computes them."""
         checked_index(layer, self.info.layers, "layers", "layer")
         if head is not None:
             checked_index(head, self.info.heads, "heads", "head")
         encoded = self.encode(text, pair)
-        record = self._model.trace_layer(encoded, layer, None if head is None else [head])
+        record = self._model.trace_layer(encoded, layer, None if head is None else [head], block=block)
         out: dict[str, np.ndarray] = {}
         for step in (*STEPS[:STEPS.index("split") + 1], "rotated", *STEPS[STEPS.index("split") + 1:]):
             if step not in record:  # "rotated": RoPE only
@@ -225,6 +229,9 @@ class Model:
                 if head is not None and (step in PER_HEAD_STEPS or step == "rotated"):
                     array = array[0]
                 out[f"{step}.{name}" if name else step] = array
+        for step, value in record.items():
+            if step in BLOCK_STEPS:
+                out[f"block.{step}"] = cast(torch.Tensor, value).numpy().astype(np.float32, copy=False)
         return out
 
 

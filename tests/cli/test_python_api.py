@@ -21,6 +21,8 @@ from .conftest import hf_maps
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-5
 TEXT = "The quick brown fox jumps over the lazy dog."
+STEP_KEYS = ["input", "project.q", "project.k", "project.v", "split.q", "split.k", "split.v", "scores", "scale", "mask",
+             "softmax", "weighted_sum", "concat", "output"]
 PAIR = ("Where is the cat?", "The cat sat on the mat.")
 
 
@@ -107,13 +109,28 @@ def hf_layer_steps(minilm_hf, text: str, layer: int) -> dict[str, torch.Tensor]:
     return {"input": out.hidden_states[layer][0], "softmax": out.attentions[layer][0], **seen}
 
 
+def test_trace_with_the_block_reaches_the_next_layers_input(minilm, minilm_hf):
+    """trace(block=True) adds the rest of the block after the attention's steps, in the block's order; its output
+    (post-norm: block.norm_2) is transformers' hidden state after the layer, and the MLP's inner row is d_ff wide."""
+    steps = minilm.trace(TEXT, 2, block=True)
+    names = [name for name in steps if name.startswith("block.")]
+    assert names == ["block.block_input", "block.add_1", "block.norm_1", "block.mlp_hidden", "block.mlp_act",
+                     "block.mlp_out", "block.add_2", "block.norm_2"]
+    assert list(steps)[:len(STEP_KEYS)] == STEP_KEYS and "block.block_input" not in minilm.trace(TEXT, 2)
+    tok, model = minilm_hf
+    with torch.no_grad():
+        hidden = model(**tok(TEXT, return_tensors="pt"), output_hidden_states=True).hidden_states
+    assert np.abs(steps["block.norm_2"] - hidden[3][0].numpy()).max() <= TOLERANCE
+    assert steps["block.mlp_hidden"].shape == (steps["input"].shape[0], 1536)
+    assert all(a.dtype == np.float32 for a in steps.values())
+
+
 def test_trace_steps_equal_transformers(minilm, minilm_hf):
     layer = 2
     steps = minilm.trace(TEXT, layer)
     ref = hf_layer_steps(minilm_hf, TEXT, layer)
     t, d, h = len(minilm.attention(TEXT)), 384, 12
-    assert list(steps) == ["input", "project.q", "project.k", "project.v", "split.q", "split.k", "split.v", "scores",
-                           "scale", "mask", "softmax", "weighted_sum", "concat", "output"]
+    assert list(steps) == STEP_KEYS
     assert all(a.dtype == np.float32 for a in steps.values())
     assert steps["input"].shape == (t, d) and steps["split.q"].shape == (h, t, d // h)
     assert steps["scores"].shape == (h, t, t) and steps["weighted_sum"].shape == (h, t, d // h)
