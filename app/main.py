@@ -18,6 +18,7 @@ from .jobs.threads import light_thread
 from .memory import return_large_buffers_to_the_os
 from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
 from .routes import analysis, api, attribution, corpus, generate, iris, lab, labs, pages, patching, service, toy
+from .routes.sequence import router as sequence_router
 from .settings import STATIC_DIR, Settings
 
 
@@ -61,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(patching.router)
     app.include_router(generate.router)
     app.include_router(lab.router)
+    app.include_router(sequence_router)
     app.include_router(iris.router)
     app.include_router(labs.router)
     app.include_router(corpus.router)

@@ -14,7 +14,8 @@ import torch
 from bench.common import THREADS
 
 SECTIONS = ["server_cost", "json_answer", "analysis", "startup", "page_load", "head_view", "steps_page", "throughput",
-            "load", "fair", "workers", "flash_sweep", "budget", "decoder", "induction", "seq2seq", "corpus"]
+            "load", "fair", "workers", "flash_sweep", "sequence_sweep", "budget", "decoder", "induction", "seq2seq",
+            "corpus"]
 
 
 def main(names: list[str]) -> None:

@@ -179,9 +179,9 @@ async def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
         "Traces layer `layer` of the model on `text` (and `text_pair`): the input, the projections, the split "
         "into heads, scores, scale, mask, softmax, weighted sum, concat and the output projection (before the "
         "residual add). Per-head steps hold the chosen head, or all heads when `head` is null. The answer "
-        "holds 6·N·D + 4·h·N·Dh + 4·h·N² numbers for N tokens and h heads, and `block` (unless `block` is "
-        "false: the rest of the layer's block in the model's order, the residual sums, the norms and the MLP) "
-        "about 6·N·D + 2·N·d_ff more (4·N·d_ff for a gated MLP); a JSON answer over the JSON cap: 413 "
+        "holds 6·N·D + 4·h·N·Dh + 4·h·N² numbers for N tokens and h heads, and with `block` true the rest of the "
+        "layer's block in the model's order (`block`: the residual sums, the norms and the MLP) about 6·N·D + "
+        "2·N·d_ff more (4·N·d_ff for a gated MLP); a JSON answer over the JSON cap: 413 "
         "(`?encoding=f32` has no cap). The layers after `layer` are not run. A model with RoPE: `steps.split` "
         "holds q and k before the rotation, `rotated` after it (2·h·N·Dh numbers more), and `rope` its settings."
         + MODEL_RULES.format(indices="`layer` below the model's `n_layers`, `head` below its `n_heads`")
@@ -196,7 +196,8 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
         refuse_over_cap(numbers + (block_numbers(cfg, layer, n) if r.req.block else 0), settings.max_json_values,
                         f"{len(r.heads)} heads at {n} tokens",
                         "trace one head at a time, leave the block out (\"block\": false), send a shorter text or "
-                        "ask for ?encoding=f32")
+                        "ask for ?encoding=f32" if r.req.block else
+                        "trace one head at a time, send a shorter text or ask for ?encoding=f32")
     flops = work.check_tokens(lambda t: work.trace(cfg, t, layer), n, settings.work_budget,
                               f"tracing layer {layer}", cfg.max_positions)
     steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, r.req.block, gone=gone, flops=flops)

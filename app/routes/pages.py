@@ -77,6 +77,23 @@ def flash(request: Request) -> HTMLResponse:
 
 
 @router.get(
+    "/sequence",
+    response_class=HTMLResponse,
+    summary="An RNN, a convolution stack and self-attention, side by side",
+    description=(
+        "The same sequence through a GRU, a stack of causal 1-D convolutions (kernel k, optionally dilated) and "
+        "one self-attention layer: the dependency path between two positions i and j in each and the sequential "
+        "operations each needs; their forward time, peak memory and training-step time measured on this machine "
+        "against N (read from static/data/sequence-sweep.json, written by `python -m bench.sequence_sweep`); and "
+        "how far back the last position's gradient reaches in each, from `POST /api/v1/sequence/reach`. Its state "
+        "lives in the query string: `n`, `i`, `j`, `k`, `dilated` (1 or 0), `layers` and `d`."
+    ),
+)
+def sequence(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "sequence.html")
+
+
+@router.get(
     "/positions",
     response_class=HTMLResponse,
     summary="Positional encodings, side by side",
@@ -185,9 +202,9 @@ def corpus(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "corpus.html")
 
 
-LEARN_CHAPTERS = 12  # static/js/learn/chapters.js lists them, in this order
+LEARN_CHAPTERS = 14  # static/js/learn/chapters.js lists them, in this order
 LEARN_DESCRIPTION = (
-    "Twelve short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
+    "Fourteen short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
     "one live view: where attention came from (the encoder-decoder bottleneck, Bahdanau's additive attention); "
     "query, key and value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; "
     "many heads; self, cross and masked attention; order and positions; a real model; learning; induction heads; "

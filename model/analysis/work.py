@@ -179,15 +179,18 @@ def refuse(flops: float, budget_gflop: float, field: str, what: str, fits: int, 
                        gflop=float(f"{flops / GIGA:.6g}"), budget_gflop=budget_gflop, largest=fits)
 
 
-def check_tokens(cost: Callable[[int], float], t: int, budget_gflop: float, what: str, limit: int) -> float:
-    """cost(t), the work's estimate in FLOP; WorkTooLarge (field "text") when it is over the budget, naming the
-    most tokens (up to `limit`) that fit."""
+def check_tokens(cost: Callable[[int], float], t: int, budget_gflop: float, what: str, limit: int,
+                 field: str = "text", unit: str = "tokens") -> float:
+    """cost(t), the work's estimate in FLOP; WorkTooLarge (`field`, "text" by default) when it is over the
+    budget, naming the most tokens (or other `unit`, up to `limit`) that fit."""
     budget = budget_gflop * GIGA
     if cost(t) <= budget:
         return cost(t)
     fits = largest(cost, budget, 1, min(t, limit))
-    refuse(cost(t), budget_gflop, "text", f"{what} on {t} tokens", fits,
-           f"shorten the text to at most {fits} tokens" if fits >= 1 else "no input fits this model")
+    advice = (f"shorten the text to at most {fits} tokens" if field == "text" else
+              f"lower {field} to at most {fits}")
+    refuse(cost(t), budget_gflop, field, f"{what} on {t} {unit}", fits,
+           advice if fits >= 1 else "no input fits this model")
     raise AssertionError("refuse raises over the budget")
 
 

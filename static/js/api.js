@@ -123,8 +123,8 @@ export function getTrace({ text, text_pair = null, model = null, layer, head = n
  * POST /api/v1/trace?encoding=f32: the same answer as getTrace (the very same numbers, hidden entries null),
  * sent as float32 arrays: 4 bytes a number instead of about 20, and nothing for the browser to parse.
  */
-export function getTraceCompact({ text, text_pair = null, model = null, layer, head = null }) {
-  return requestCompact('/api/v1/trace', { text, text_pair, model, layer, head }, 'f32', decodeTraceF32);
+export function getTraceCompact({ text, text_pair = null, model = null, layer, head = null, block = true }) {
+  return requestCompact('/api/v1/trace', { text, text_pair, model, layer, head, block }, 'f32', decodeTraceF32);
 }
 
 /**
@@ -368,4 +368,28 @@ export function getAttribution(body) {
 /** POST /api/v1/token: the vocabulary id of a text that is one token ({model, id, token, display}); 422 else. */
 export function getSingleToken({ text, model = null }) {
   return requestJson('/api/v1/token', postJson({ text, model }));
+}
+
+// ---- an RNN, a convolution stack and self-attention side by side (/sequence) ----
+
+/**
+ * POST /api/v1/sequence/reach: ‖∂y_{N−1} / ∂x_j‖ for each input position j in a GRU, a causal convolution
+ * stack and causal self-attention of width d, and the stack's receptive field after each layer.
+ * @param {{length: number, d: number, kernel: number, dilated: boolean, layers: number, seed?: number}} body
+ * @returns {Promise<{length: number, d: number, kernel: number, dilated: boolean, layers: number, seed: number,
+ *   rnn: number[], conv: number[], attention: number[], receptive_field: number[], rnn_path: number[],
+ *   conv_path: number[], attention_path: number[], sequential: Object<string, number>}>}
+ */
+export function getSequenceReach(body) {
+  return requestJson('/api/v1/sequence/reach', postJson(body));
+}
+
+/**
+ * The CPU measurements of bench/sequence_sweep.py, a static file written by the benchmark (nothing runs here).
+ * @returns {Promise<{machine: object, d: number, kernel: number, formulas: object, lengths: number[],
+ *   conv_layers: Object<string, number>, results: Array<{kind: string, phase: string, n: number,
+ *   seconds?: number, peak_rss_bytes?: number, skipped?: string}>, measured_crossings: object[]}>}
+ */
+export function getSequenceSweep() {
+  return requestJson('/static/data/sequence-sweep.json');
 }

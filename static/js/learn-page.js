@@ -1,4 +1,4 @@
-// The learning path (/learn, /learn/1 … /learn/12): twelve short chapters on attention, each around the
+// The learning path (/learn, /learn/1 … /learn/14): fourteen short chapters on attention, each around the
 // learner's own sentence or the notes' worked example and one live view, with things to try, links that
 // open the full pages at the same state, and a link to the next chapter. The chapter is the path; the
 // sentence (`text`) and the chapter's own settings are the query string. A path that names no chapter

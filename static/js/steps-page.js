@@ -4,9 +4,13 @@
 // keys is the first key of a key window the user moved (long inputs are drawn through windows,
 // figures/steps.js); without it the keys around the query are shown. Choices of sentence, layer,
 // head, query or window push history entries (Back works); the animation's step only replaces
-// the current entry. Indices the model or the sentence does not have fall back to 0.
+// the current entry. Indices the model or the sentence does not have fall back to 0. After the attention's
+// output the walk goes on through the rest of the block in the model's order (figures/block.js): the
+// residual sums, the norms, the MLP and, on a pre-norm model's last layer, the final norm; a step the
+// model's block does not have (a gate in BERT) falls back to the first step.
 import { getTraceCompact } from './api.js';
 import { tokenLabel } from './figures/axes.js';
+import { BLOCK_STEPS, walkSteps } from './figures/block.js';
 import { fromTrace, STEPS } from './figures/steps.js';
 import {
   $, createPage, createRunForm, createStatus, indexParam, latestWins, layerWindow, linkTo, loadModels, Lru, modelOf, range,
@@ -43,7 +47,7 @@ function read(params) {
     head: indexParam(params.get('head')),
     query: indexParam(params.get('query')),
     keys: keys !== null && /^\d{1,6}$/.test(keys) ? Number(keys) : null,
-    step: STEPS.includes(step) ? step : null,
+    step: STEPS.includes(step) || BLOCK_STEPS.includes(step) ? step : null,
   };
 }
 
@@ -118,11 +122,13 @@ function withinModel(state, models) {
 /** The state with a query and key window the sentence has (else 0, and keys around the query). */
 function withinTrace(state, trace) {
   const n = trace.tokens.length;
+  const walk = walkSteps(trace.block ?? null);
+  const step = [state.step, stepper.state.step].find((name) => walk.includes(name)) ?? walk[0];
   return {
     ...state,
     query: state.query < n ? state.query : 0,
     keys: state.keys !== null && state.keys < n ? state.keys : null,
-    step: state.step || stepper.state.step,
+    step,
   };
 }
 
@@ -145,6 +151,9 @@ function stepData(trace) {
   return {
     ...fromTrace(trace, { nKvHeads: model ? model.n_kv_heads : null, window: layerWindow(model, trace.layer) }),
     causal: Boolean(model && model.causal),
+    block: trace.block ?? null, // the rest of the layer's block (figures/block.js)
+    walk: walkSteps(trace.block ?? null),
+    nLayers: model ? model.n_layers : null,
   };
 }
 

@@ -103,7 +103,7 @@ def assert_same_numbers(ours: np.ndarray, numbers) -> None:
 
 
 @pytest.mark.parametrize("body", [
-    {"text": TEXT, "text_pair": "A second segment.", "layer": 3, "head": 7},
+    {"text": TEXT, "text_pair": "A second segment.", "layer": 3, "head": 7, "block": True},
     {"text": "Every head at once.", "layer": 0, "head": None},
 ])
 def test_f32_trace_equals_the_json_trace_number_for_number(client, body):
@@ -113,12 +113,14 @@ def test_f32_trace_equals_the_json_trace_number_for_number(client, body):
     header, steps = decode_f32_trace(r.content)
     assert {k: v for k, v in header.items() if k not in ("dtype", "arrays", "block")} == {
         k: v for k, v in js.items() if k not in ("steps", "block")}
-    block = js["block"]  # the block's arrays travel as step "block", one key each, in its steps' order
-    assert header["block"] == {k: v for k, v in block.items() if k != "arrays"}
-    every = {**js["steps"], "block": block["arrays"]}
+    block = js.get("block")  # its arrays travel as step "block", one key each, in its steps' order
+    assert ("block" in header) == (block is not None) == body.get("block", False)
+    every = js["steps"] if block is None else {**js["steps"], "block": block["arrays"]}
+    if block is not None:
+        assert header["block"] == {k: v for k, v in block.items() if k != "arrays"}
+        assert list(block["arrays"]) == [s["name"] for s in block["steps"]]
     assert [(a["step"], a["key"]) for a in header["arrays"]] == [
         (step, key) for step, value in every.items() for key in (value if isinstance(value, dict) else [None])]
-    assert list(block["arrays"]) == [s["name"] for s in block["steps"]]
     for step, value in every.items():
         for key, numbers in (value.items() if isinstance(value, dict) else [(None, value)]):
             assert_same_numbers(steps[step] if key is None else steps[step][key], numbers)

@@ -444,8 +444,8 @@ def layer_norm(x, weight, bias, eps):
 def test_trace_walks_the_whole_post_norm_block(client):
     """MiniLM's block after its attention, recomputed in float64 from the answer's own numbers: the residual sum,
     the LayerNorm with the answer's γ, β and eps, GELU (erf), the second sum and norm; the steps in the model's
-    order with their caption keys, and `block: false` leaving it out."""
-    body = trace(client, text=TEXT, layer=3, head=5).json()
+    order with their caption keys, and without `block` none."""
+    body = trace(client, text=TEXT, layer=3, head=5, block=True).json()
     block = body["block"]
     names = [s["name"] for s in block["steps"]]
     assert names == ["block_input", "add_1", "norm_1", "mlp_hidden", "mlp_act", "mlp_out", "add_2", "norm_2"]
@@ -466,9 +466,9 @@ def test_trace_walks_the_whole_post_norm_block(client):
                                atol=1e-5)
     np.testing.assert_allclose(a["add_2"], a["norm_1"] + a["mlp_out"], atol=1e-5)
     np.testing.assert_allclose(a["norm_2"], layer_norm(a["add_2"], *p["norm_2"], block["eps"]), atol=1e-5)
-    next_layer = trace(client, text=TEXT, layer=4, head=5).json()  # the output is what the next layer reads
+    next_layer = trace(client, text=TEXT, layer=4, head=5, block=True).json()  # the output is what the next layer reads
     np.testing.assert_allclose(a["norm_2"], next_layer["block"]["arrays"]["block_input"], atol=1e-5)
-    assert "block" not in trace(client, text=TEXT, layer=3, head=5, block=False).json()
+    assert "block" not in trace(client, text=TEXT, layer=3, head=5).json()  # only when asked
 
 
 def test_trace_walks_a_pre_norm_block_to_the_final_norm(local_client):
@@ -476,7 +476,8 @@ def test_trace_walks_a_pre_norm_block_to_the_final_norm(local_client):
     after them, and the final norm; block_numbers counts exactly the numbers answered."""
     from model.analysis.sizes import block_numbers
 
-    body = local_client.post("/api/v1/trace", json={"text": TEXT, "layer": 1, "model": "tiny-gpt2"}).json()
+    body = local_client.post("/api/v1/trace", json={"text": TEXT, "layer": 1, "model": "tiny-gpt2",
+                                                                   "block": True}).json()
     block = body["block"]
     assert [s["name"] for s in block["steps"]] == ["block_input", "norm_1", "add_1", "norm_2", "mlp_hidden",
                                                    "mlp_act", "mlp_out", "add_2", "final_norm"]

@@ -124,7 +124,7 @@ VIEWS = [
     ("/api/v1/attention", {"layers": [0], "heads": [0]}, lambda cfg, n: work.attention(cfg, n)),
     ("/api/v1/attention/summary", {"layers": [0], "heads": [0]}, lambda cfg, n: work.attention(cfg, n)),
     ("/api/v1/aggregate", {"kind": "rollout"}, lambda cfg, n: work.attention(cfg, n, "rollout")),
-    ("/api/v1/trace", {"layer": 2, "head": 0, "block": False}, lambda cfg, n: work.trace(cfg, n, 2)),
+    ("/api/v1/trace", {"layer": 2, "head": 0}, lambda cfg, n: work.trace(cfg, n, 2)),
     ("/api/v1/metrics", {}, work.metrics),
     ("/api/v1/contributions", {"layers": [0, 1], "heads": [0]}, lambda cfg, n: work.contributions(cfg, n, 2)),
 ]

@@ -72,6 +72,8 @@ NOTATION = {
     "SDPA", "Python", "CPU", "CPUs",  # the cost page's measured sweep: torch's scaled_dot_product_attention, the language
     "Abnar", "Zuidema", "Kobayashi", "Clark",  # the explorer's analyses: the authors of the methods it cites
     "LayerNorm", "MLP", "GRU",  # the labs: the networks' parts by their names
+    "RMSNorm", "GELU", "SiLU", "W_gate", "BERT", "Llama", "Gemma",  # the block on /steps: functions, a weight, families
+    "RNN",  # /sequence: the recurrent network, by the name the notes give it (RNN、卷积与注意力)
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside

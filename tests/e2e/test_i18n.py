@@ -23,6 +23,7 @@ PAGES = {
     "compare (intro)": "/compare",
     "compare": f"/compare?a={quote(SENTENCE)}&b={quote('The dog sat on the mat.')}&layer=2&head=5",
     "steps": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3",
+    "steps (the block's MLP)": f"/steps?text={quote(SENTENCE)}&layer=1&head=2&query=3&step=mlp_act",
     "toy": "/toy",
     "toy (backward)": "/toy?backward=1&variant=hard&positions=rope",
     "flash": "/flash?bc=3&causal=1&backward=1&tile=5",
@@ -31,6 +32,7 @@ PAGES = {
     "induction": "/induction",
     "seq2seq": "/seq2seq",
     "cost": "/cost",
+    "sequence": "/sequence",
     "corpus (none served)": "/corpus",
     "docs": "/docs",
 }
@@ -98,6 +100,9 @@ def wait_ready(page: Page, path: str) -> None:
             expect(page.locator("#backward-panel")).to_have_attribute("aria-busy", "false")
     elif path in ("/positions", "/iris", "/induction", "/seq2seq", "/cost") or path.startswith("/compare?"):
         expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path.split("?")[0]))
+    elif path == "/sequence":
+        for section in ("#seq-sweep", "#seq-reach"):
+            expect(page.locator(section)).to_have_attribute("data-drawn", "true")
     elif path.startswith("/flash"):
         expect(page.locator("#flash-walk")).to_have_attribute("data-step", re.compile(r"^[fb]\d+$"))
         expect(page.locator("#flash-walk")).to_have_attribute("aria-busy", "false")

@@ -24,6 +24,9 @@ from .helpers import (
 )
 
 SENTENCE = "The cat sat on the mat."
+# MiniLM's walk: the attention's steps, then the rest of its post-norm block (figures/block.js walkSteps)
+BLOCK = ["add_1", "norm_1", "mlp_hidden", "mlp_act", "mlp_out", "add_2", "norm_2"]
+WALK = STEPS + BLOCK
 XSS = "<img src=x onerror=alert(1)> <a href=http://example.com/x>link</a>"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
@@ -32,7 +35,8 @@ CSP = (
 
 
 def trace(api, text: str, layer: int, head: int, pair: str | None = None) -> dict:
-    """What the page should draw, fetched by the test itself."""
+    """What the page should draw of the attention, fetched by the test itself (without the rest of the block, which
+    test_steps_block.py checks)."""
     response = api.post("/api/v1/trace", json={"text": text, "text_pair": pair, "layer": layer, "head": head})
     assert response.status_code == 200, response.text
     return response.json()
@@ -63,10 +67,11 @@ def drawn_window(page: Page, key: str) -> tuple[list[list[float | None]], list[i
 def test_play_at_the_fastest_speed_visits_every_step_in_order(page: Page):
     page.goto(steps_url(SENTENCE, layer=1, head=2, query=3))
     expect(stage(page)).to_have_attribute("data-step", "input")
-    expect(page.locator("#step-list button.step-item")).to_have_count(10)
-    assert page.locator("#step-list button.step-item").evaluate_all("(bs) => bs.map((b) => b.dataset.step)") == STEPS
+    expect(page.locator("#step-list button.step-item")).to_have_count(17)
+    assert page.locator("#step-list button.step-item").evaluate_all("(bs) => bs.map((b) => b.dataset.step)") == WALK
     expect(page.locator("#step-list button.step-item .step-name")).to_have_text(
-        ["Input", "Project", "Split", "Scores", "Scale", "Mask", "Softmax", "Weighted sum", "Concat", "Output"]
+        ["Input", "Project", "Split", "Scores", "Scale", "Mask", "Softmax", "Weighted sum", "Concat", "Output",
+         "+ Residual", "Norm 1", "MLP up", "Activation", "MLP down", "+ Residual 2", "Norm 2"]
     )
     page.evaluate(RECORD_STEPS)
     fastest = page.locator("#step-speed option").last.get_attribute("value")
@@ -77,20 +82,20 @@ def test_play_at_the_fastest_speed_visits_every_step_in_order(page: Page):
     play.click()
     expect(play).to_have_attribute("aria-pressed", "true")
     expect(play).to_have_text(re.compile("Pause"))
-    expect(stage(page)).to_have_attribute("data-step", "output", timeout=20_000)
+    expect(stage(page)).to_have_attribute("data-step", "norm_2", timeout=30_000)
     expect(play).to_have_attribute("aria-pressed", "false")  # it stops at the last step
 
-    assert page.evaluate("() => window.__seen") == STEPS
-    assert query(page)["step"] == ["output"]  # the step is in the URL (replaced, not pushed)
-    expect(page.locator("#step-position")).to_have_text("10 / 10")
+    assert page.evaluate("() => window.__seen") == WALK
+    assert query(page)["step"] == ["norm_2"]  # the step is in the URL (replaced, not pushed)
+    expect(page.locator("#step-position")).to_have_text("17 / 17")
     expect(page.locator("#step-next")).to_be_disabled()
 
     # Play again from the end starts over at the first step.
     page.evaluate(RECORD_STEPS)
     play.click()
-    expect(stage(page)).to_have_attribute("data-step", "output", timeout=20_000)
+    expect(stage(page)).to_have_attribute("data-step", "norm_2", timeout=30_000)
     expect(play).to_have_attribute("aria-pressed", "false")
-    assert page.evaluate("() => window.__seen") == ["output"] + STEPS
+    assert page.evaluate("() => window.__seen") == ["norm_2"] + WALK
 
 
 def test_next_previous_slider_and_step_list(page: Page):
@@ -105,7 +110,7 @@ def test_next_previous_slider_and_step_list(page: Page):
     page.locator("#step-prev").click()
     expect(stage(page)).to_have_attribute("data-step", "project")
     expect(page.locator("#step-slider")).to_have_value("1")
-    expect(page.locator("#step-position")).to_have_text("2 / 10")
+    expect(page.locator("#step-position")).to_have_text("2 / 17")
 
     # Scrubbing: the slider is a range input over the steps.
     page.locator("#step-slider").evaluate("(el) => { el.value = '6'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
@@ -113,7 +118,7 @@ def test_next_previous_slider_and_step_list(page: Page):
     page.locator("#step-slider").press("ArrowRight")
     expect(stage(page)).to_have_attribute("data-step", "weighted_sum")
     page.locator("#step-slider").press("End")
-    expect(stage(page)).to_have_attribute("data-step", "output")
+    expect(stage(page)).to_have_attribute("data-step", "norm_2")  # the layer's output, after the whole block
     page.locator("#step-slider").press("Home")
     expect(stage(page)).to_have_attribute("data-step", "input")
 
@@ -352,7 +357,7 @@ def test_pages_carry_the_csp_and_the_nav(page: Page):
     page.locator(".site-nav a", has_text="Cost").click()
     expect(page).to_have_url(re.compile(r"/cost$"))
     tabs = page.locator(".labs-nav a")
-    expect(tabs).to_have_text(["What attention costs", "FlashAttention, tile by tile"])
+    expect(tabs).to_have_text(["What attention costs", "FlashAttention, tile by tile", "RNN vs conv vs attention"])
     expect(page.locator('.labs-nav a[aria-current="page"]')).to_have_attribute("href", "/cost")
     tabs.nth(1).click()
     expect(page).to_have_url(re.compile(r"/flash$"))
@@ -572,7 +577,7 @@ def test_in_chinese_no_english_is_left(page: Page, api, reload: bool):
         expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     expect(stage(page)).to_have_attribute("data-step", "input")
     expect(page.locator("#stage-window")).to_be_visible()
-    zh = [ui_text(page, f"step.{step}.label") for step in STEPS]
+    zh = [ui_text(page, f"step.{step}.label") for step in STEPS] + [ui_text(page, f"steps.block.label.{step}") for step in BLOCK]
     assert all(re.search(r"[\u4e00-\u9fff]", label) for label in zh if label != "softmax")
     expect(page.locator("#step-list .step-name")).to_have_text(zh)
     for step in STEPS:

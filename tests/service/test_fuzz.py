@@ -33,7 +33,8 @@ from tests.properties import examples
 EXAMPLES_PER_OPERATION = 100
 # Schema-valid requests that each cost seconds of the model (integrated gradients: up to 128 forward and backward
 # passes of MiniLM): fewer of them, so the module's time stays bounded; invalid ones stay at the full count.
-COSTLY_VALID = {("POST", "/api/v1/attribution"): 20}
+COSTLY_VALID = {("POST", "/api/v1/attribution"): 20,
+                ("POST", "/api/v1/sequence/reach"): 5}  # seconds at its largest sizes (d copies of the GRU)
 
 # rule type -> (status, words its detail holds): the rules the schema cannot state (see the routes)
 DOCUMENTED_RULES = {
@@ -155,6 +156,7 @@ def api_schema(fuzz_server):
 OPERATIONS = [
     ("GET", "/api/v1/models"), ("POST", "/api/v1/attention"), ("POST", "/api/v1/attention/summary"),
     ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("POST", "/api/v1/toy/backward"), ("POST", "/api/v1/flash"),
+    ("POST", "/api/v1/sequence/reach"),
     ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
     ("POST", "/api/v1/lens"), ("POST", "/api/v1/generate"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/attribution"), ("POST", "/api/v1/token"), ("POST", "/api/v1/patch"),
@@ -165,6 +167,7 @@ OPERATIONS = [
     ("GET", "/api/v1/labs/seq2seq/train/{job}/events"), ("DELETE", "/api/v1/labs/seq2seq/train/{job}"),
     ("POST", "/api/v1/labs/seq2seq/predict"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
+    ("GET", "/sequence"),
     ("GET", "/iris"), ("GET", "/induction"), ("GET", "/seq2seq"), ("GET", "/cost"), ("GET", "/compare"),
     ("GET", "/learn"), ("GET", "/learn/{chapter}"),
     ("GET", "/api/v1/corpus"), ("GET", "/api/v1/corpus/top"), ("GET", "/api/v1/corpus/pattern"),
@@ -185,7 +188,7 @@ WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | ON_A_JOB | {("GET",
                                                                          ("GET", "/api/v1/cost"),
                                                                          ("GET", "/learn/{chapter}")}
 WITH_INPUTS |= WITHOUT_A_CORPUS
-# Operations with only a few valid requests: /learn/{chapter} has twelve (1 to 12), all sent when fuzzing positively;
+# Operations with only a few valid requests: /learn/{chapter} has fourteen (1 to 14), all sent when fuzzing positively;
 # fuzzed negatively, any other chapter is the path's page answered 404.
 FEW_VALID = {("GET", "/learn/{chapter}")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [

@@ -36,7 +36,7 @@ def test_every_request_body_documents_examples(spec):
     bodies = list(_bodies(spec))
     assert {path for _, path, _, _ in bodies} == {"/api/v1/attention", "/api/v1/attention/summary",
                                                   "/api/v1/trace", "/api/v1/toy", "/api/v1/toy/backward",
-                                                  "/api/v1/flash",
+                                                  "/api/v1/flash", "/api/v1/sequence/reach",
                                                   "/api/v1/iris/train", "/api/v1/iris/predict",
                                                   "/api/v1/labs/induction/train", "/api/v1/labs/seq2seq/train",
                                                   "/api/v1/labs/seq2seq/predict",

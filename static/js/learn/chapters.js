@@ -1,4 +1,4 @@
-// The twelve chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
+// The fourteen chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
 // parameters (with defaults), live view and the full pages it opens at the same state. A chapter's number
 // is its place in CHAPTERS (its URL is /learn/N); its words are the dictionaries' (`${key}.title`, `.lead`,
 // `.p1`…, `.try1`…). The first nine chapters written keep their first prefixes (learn.c1 … learn.c9) while
@@ -12,6 +12,8 @@ import { bothUnits, costView, EMBEDDINGS, HEADS, LENGTHS, positionsView, SEQ_LEN
 import { historyView } from './views-history.js';
 import { inductionView } from './views-induction.js';
 import { BLOCKS, fastView } from './views-fast.js';
+import { blockView } from './views-block.js';
+import { DISTANCES, sequenceState, sequenceView } from './views-sequence.js';
 import { WIDTHS } from './saturation.js';
 
 // Readers of one URL parameter: the value, or null for anything else (the default is then used).
@@ -163,6 +165,25 @@ const CHAPTER_LIST = [
       { key: 'learn.fast.open', href: pageLink('/flash', { br: s.block, bc: s.block }) },
       { key: 'learn.fast.toy', href: pageLink('/toy', { variant: 'linear', step: 'scores' }) },
     ],
+  },
+  {
+    key: 'learn.block',
+    params: { layer: [0, index(63)], query: [1, index(4095)] },
+    view: blockView,
+    links: (s) => [
+      // the walk of /steps from the block's first step after the attention (views-block.js firstBlockStep)
+      { key: 'learn.block.open', href: pageLink('/steps', { text: s.text, layer: s.layer, head: 0, query: s.query, step: s.step ?? 'add_1' }) },
+      { key: 'learn.block.attentionLink', href: pageLink('/steps', { text: s.text, layer: s.layer, head: 0, query: s.query }) },
+    ],
+  },
+  {
+    key: 'learn.sequence',
+    params: { distance: [15, oneOf(DISTANCES)] },
+    view: sequenceView,
+    links: (s) => {
+      const { n, i, j } = sequenceState(s.distance);
+      return [{ key: 'learn.sequence.open', href: pageLink('/sequence', { n, i, j }) }];
+    },
   },
 ];
 

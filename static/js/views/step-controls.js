@@ -18,29 +18,33 @@ export function bindStepControls(root, stepper, labelOf) {
   const slider = $('#step-slider');
   const position = $('#step-position');
   const speed = $('#step-speed');
-  const { steps } = stepper.state;
+  let steps = [];
+  let buttons = [];
 
-  const buttons = steps.map((step, index) => {
-    const item = document.createElement('li');
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.className = 'step-item';
-    button.dataset.step = step;
-    const number = document.createElement('span');
-    number.className = 'step-number';
-    number.textContent = String(index + 1);
-    const name = document.createElement('span');
-    name.className = 'step-name';
-    name.textContent = labelOf(step);
-    button.append(number, name);
-    item.append(button);
-    list.append(item);
-    return button;
-  });
-
-  slider.min = '0';
-  slider.max = String(steps.length - 1);
-  slider.step = '1';
+  /** The step list's buttons for the steps `names` (again whenever the walk's steps change). */
+  function build(names) {
+    steps = names;
+    buttons = steps.map((step, index) => {
+      const item = document.createElement('li');
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'step-item';
+      button.dataset.step = step;
+      const number = document.createElement('span');
+      number.className = 'step-number';
+      number.textContent = String(index + 1);
+      const name = document.createElement('span');
+      name.className = 'step-name';
+      name.textContent = labelOf(step);
+      button.append(number, name);
+      item.append(button);
+      return button;
+    });
+    list.replaceChildren(...buttons.map((button) => button.parentElement));
+    slider.min = '0';
+    slider.max = String(steps.length - 1);
+    slider.step = '1';
+  }
 
   list.addEventListener('click', (event) => {
     const button = event.target.closest('button.step-item');
@@ -53,7 +57,8 @@ export function bindStepControls(root, stepper, labelOf) {
   speed.addEventListener('change', () => stepper.setSpeed(Number(speed.value)));
   stepper.setSpeed(Number(speed.value));
 
-  stepper.subscribe(({ index, playing }) => {
+  stepper.subscribe(({ index, playing, steps: now }) => {
+    if (now !== steps) build(now);
     buttons.forEach((button, i) => {
       if (i === index) button.setAttribute('aria-current', 'step');
       else button.removeAttribute('aria-current');

@@ -1,6 +1,7 @@
 // The stage of the walkthrough: one step of multi-head attention with its title,
 // explanation (i18n/steps.js) and figures (figures/steps.js). Both /steps and
-// /toy draw through it. When a step is drawn, the stage element carries
+// /toy draw through it; the steps of the block around the attention (/steps) have
+// their text and figures from figures/block.js. When a step is drawn, the stage element carries
 // data-step="<step>" (and data-head, data-query, data-keys: the first key of the key window,
 // and data-draw-ms: how long the figures took to reach the screen) for whoever waits on it.
 //
@@ -8,6 +9,7 @@
 // page is idle, into a hidden grid of the same width; when the user goes on to it, that grid takes
 // the place of the shown one. Anything that changes what it would show (new data, another head, query
 // or key window, another width, another step) throws it away.
+import { blockSpec, blockText, isBlockStep } from '../figures/block.js';
 import { splitFacts, STEPS, stepSpec, stepVariant } from '../figures/steps.js';
 import { stepNote, stepText } from '../i18n/steps.js';
 import { dataText, drawGrid, releaseGrid } from './figure-grid.js';
@@ -28,10 +30,10 @@ const idle = (timeout = 1000) => new Promise((resolve) => {
 
 /**
  * @param {HTMLElement} root holding #stage-title, #stage-body, #stage-note and #stage-grid
- * @param {{onDrawn?: (spec: object) => (void|Promise<void>)}} [options] onDrawn gets each drawn
- *   step's spec (its windows and overview)
+ * @param {{onDrawn?: (spec: object) => (void|Promise<void>), steps?: () => string[]}} [options] onDrawn gets
+ *   each drawn step's spec (its windows and overview); steps: the walk's steps (the next one is drawn ahead)
  */
-export function createStepStage(root, { onDrawn = () => {} } = {}) {
+export function createStepStage(root, { onDrawn = () => {}, steps = () => STEPS } = {}) {
   const title = root.querySelector('#stage-title');
   const body = root.querySelector('#stage-body');
   const note = root.querySelector('#stage-note');
@@ -69,6 +71,9 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
     };
   }
 
+  /** A step's grid: the attention's (figures/steps.js) or the block's around it (figures/block.js). */
+  const specOf = (stepData, step, chosen) => (isBlockStep(step) ? blockSpec : stepSpec)(stepData, step, chosen);
+
   const nameParts = (step) => ['head', selection.head, 'query', selection.query, step];
 
   function discard() {
@@ -102,7 +107,7 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
     };
     job.done = pause().then((go) => {
       if (!go) return false;
-      job.spec = stepSpec(job.data, step, { ...job.selection, width });
+      job.spec = specOf(job.data, step, { ...job.selection, width });
       return drawGrid(job.grid, job.spec, nameParts(step), { pause });
     });
     prepared = job;
@@ -138,7 +143,7 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
       if (mine !== seq) return null;
     }
     discard();
-    const spec = stepSpec(data, step, { ...selection, width });
+    const spec = specOf(data, step, { ...selection, width });
     showNote(spec);
     await drawGrid(grid, spec, nameParts(step));
     return spec;
@@ -148,7 +153,7 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
   async function show(step) {
     if (!data) return;
     const mine = ++seq;
-    const text = stepText(step, placeholders(), stepVariant(data, step));
+    const text = isBlockStep(step) ? blockText(data, step, placeholders()) : stepText(step, placeholders(), stepVariant(data, step));
     const label = data.queryLabels[Math.min(selection.query, data.queryLabels.length - 1)];
     fill(title, text.title, label);
     fill(body, text.body, label);
@@ -165,7 +170,8 @@ export function createStepStage(root, { onDrawn = () => {} } = {}) {
     root.dataset.query = String(selection.query);
     root.dataset.keys = String(spec.windows.keys.start);
     root.setAttribute('aria-busy', 'false');
-    const next = STEPS[STEPS.indexOf(step) + 1];
+    const walk = steps();
+    const next = walk[walk.indexOf(step) + 1];
     if (next) prepare(next);
   }
 

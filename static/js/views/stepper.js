@@ -11,7 +11,7 @@
 export function createStepper({ steps, onStep, interval = 2400 }) {
   const state = { steps: [...steps], index: 0, playing: false, interval };
   const listeners = new Set();
-  const last = state.steps.length - 1;
+  let last = state.steps.length - 1;
   let timer = null;
 
   const snapshot = () => ({ ...state, step: state.steps[state.index] });
@@ -81,6 +81,19 @@ export function createStepper({ steps, onStep, interval = 2400 }) {
     if (state.playing) schedule();
   }
 
+  /**
+   * Walk other steps from now on (a model whose block has other steps): the current step stays shown when
+   * the new list has it, else the first one; nothing is drawn (the caller shows or refreshes).
+   */
+  function setSteps(steps) {
+    if (steps.length === state.steps.length && steps.every((step, i) => step === state.steps[i])) return;
+    const current = state.steps[state.index];
+    state.steps = [...steps];
+    last = state.steps.length - 1;
+    state.index = Math.max(0, state.steps.indexOf(current));
+    emit();
+  }
+
   function subscribe(listener) {
     listeners.add(listener);
     listener(snapshot());
@@ -96,6 +109,7 @@ export function createStepper({ steps, onStep, interval = 2400 }) {
     prev: () => seek(state.index - 1),
     refresh,
     setSpeed,
+    setSteps,
     subscribe,
     get state() {
       return snapshot();

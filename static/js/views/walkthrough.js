@@ -1,6 +1,7 @@
 // The walkthrough shared by /steps and /toy (templates/_walkthrough.html): the step list and
 // playback controls, the stage that draws one step, the window navigator (long inputs), and the
 // query/key view, which is linked to the scores step.
+import { blockLabel, isBlockStep } from '../figures/block.js';
 import { movedKeys, STEPS } from '../figures/steps.js';
 import { stepText } from '../i18n/steps.js';
 import { createQueryKeyView } from './query-key.js';
@@ -31,7 +32,10 @@ export function createWalkthrough({ onStep = () => {}, onSelect = null } = {}) {
   }
 
   const nav = createWindowNav($('stage-window'), { onMove: select });
-  const stage = createStepStage($('stage'), { onDrawn: (spec) => nav.render(spec, selection.keys === null) });
+  const stage = createStepStage($('stage'), {
+    onDrawn: (spec) => nav.render(spec, selection.keys === null),
+    steps: () => stepper.state.steps,
+  });
   const queryKey = createQueryKeyView($('qk-panel'), {
     onJump: () => {
       stepper.seek('scores');
@@ -48,7 +52,7 @@ export function createWalkthrough({ onStep = () => {}, onSelect = null } = {}) {
       onStep(step);
     },
   });
-  bindStepControls($('walkthrough'), stepper, (step) => stepText(step).label);
+  bindStepControls($('walkthrough'), stepper, (step) => (isBlockStep(step) ? blockLabel(step) : stepText(step).label));
 
   let drawing = 0;
   async function show(stepData, chosen, step = stepper.state.step) {
@@ -56,6 +60,7 @@ export function createWalkthrough({ onStep = () => {}, onSelect = null } = {}) {
     data = stepData;
     selection = { head: chosen.head, query: chosen.query, keys: chosen.keys ?? null };
     stage.setData(data, selection);
+    stepper.setSteps(data.walk ?? STEPS); // a model's block adds its steps after the attention's (figures/block.js)
     if (step !== stepper.state.step) await stepper.seek(step);
     else await stepper.refresh();
     if (mine !== drawing) return false;
