@@ -74,7 +74,8 @@ class Settings(BaseSettings):
         description="largest number of attention weights in one JSON answer (layers x heads x N x N)",
     )
     cache_bytes: int = Field(
-        128 * 1024 * 1024, ge=0, description="memory for recently computed attention maps; 0 turns the cache off"
+        96 * 1024 * 1024, ge=0, description="memory for recently computed attention maps (96 MiB holds two 512-token "
+        "MiniLM answers as u16); 0 turns the cache off"
     )
     torch_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     work_budget: float = Field(
