@@ -3,7 +3,7 @@
 export default {
   // ---- shell: header, language, sentence form, errors, tokens ----
   "site.tagline": "see where each attention head of a transformer looks",
-  "site.tagline.steps": "every step of multi-head attention, with the real numbers",
+  "site.tagline.steps": "every step of multi-head attention and the rest of its block, with the real numbers",
   "site.tagline.toy": "multi-head attention on a small example you can edit",
   "site.nav": "Site",
   "nav.explorer": "Explorer",

@@ -5,7 +5,7 @@ export default {
   // ---- the shell ----
   "nav.learn": "Learn",
   "page.learn": "Learn attention",
-  "site.tagline.learn": "a guided path through attention, from where it came from to what it costs",
+  "site.tagline.learn": "a guided path through attention, from where it came from to the whole Transformer block and why it won",
   "learn.about": "Learn about this",
   "learn.aboutPath": "Learn attention step by step",
   "learn.contents": "Chapters",

@@ -4,7 +4,7 @@ export default {
   // ---- 外壳 ----
   "nav.learn": "学习",
   "page.learn": "学习注意力",
-  "site.tagline.learn": "一条学习注意力的路径：从它的由来讲到它的开销",
+  "site.tagline.learn": "一条学习注意力的路径：从它的由来，讲到完整的 Transformer 块和它为何胜出",
   "learn.about": "了解原理",
   "learn.aboutPath": "一步步学习注意力",
   "learn.contents": "章节",

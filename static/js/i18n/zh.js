@@ -3,7 +3,7 @@
 export default {
   // ---- shell: header, language, sentence form, errors, tokens ----
   "site.tagline": "看清 Transformer 的每个注意力头在关注什么",
-  "site.tagline.steps": "多头注意力的每一步，都用真实数值展示",
+  "site.tagline.steps": "多头注意力及其所在块的每一步，都用真实数值展示",
   "site.tagline.toy": "在一个可以编辑的小例子上演示多头注意力",
   "site.nav": "站点导航",
   "nav.explorer": "探索",
