@@ -113,13 +113,13 @@ def block_caption_key(name: str, order: str, gated: bool) -> str:
 
 
 def block(parts: BlockParts, arrays: dict[str, torch.Tensor], with_arrays: bool = True) -> dict[str, Any]:
-    """A traced block (BlockParts and its BLOCK_STEPS arrays in the order computed) as TraceBlock's fields; without
-    `with_arrays` (the f32 answer's header, whose arrays travel as bytes) no `arrays`."""
+    """A traced block (BlockParts, its BLOCK_STEPS arrays in the order computed, then `mlp_alone`) as TraceBlock's
+    fields; without `with_arrays` (the f32 answer's header, whose arrays travel as bytes) no `arrays`."""
     answer = {
         "order": parts.order, "norm": parts.norm, "eps": parts.eps, "activation": parts.activation,
         "gated": parts.gated, "d_ff": parts.d_ff,
         "steps": [{"name": name, "caption_key": block_caption_key(name, parts.order, parts.gated),
-                   "shape": list(t.shape)} for name, t in arrays.items()],
+                   "shape": list(t.shape)} for name, t in arrays.items() if name != "mlp_alone"],
         "params": {name: {"weight": w.tolist(), "bias": None if b is None else b.tolist()}
                    for name, (w, b) in parts.params.items()},
         "output_step": "add_2" if parts.order == "pre" else "norm_2",

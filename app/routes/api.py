@@ -180,7 +180,7 @@ async def attention_summary(r: SummaryInput, hub: Hub, settings: SettingsDep,
         "into heads, scores, scale, mask, softmax, weighted sum, concat and the output projection (before the "
         "residual add). Per-head steps hold the chosen head, or all heads when `head` is null. The answer "
         "holds 6·N·D + 4·h·N·Dh + 4·h·N² numbers for N tokens and h heads, and with `block` true the rest of the "
-        "layer's block in the model's order (`block`: the residual sums, the norms and the MLP) about 6·N·D + "
+        "layer's block in the model's order (`block`: the residual sums, the norms and the MLP) about 7·N·D + "
         "2·N·d_ff more (4·N·d_ff for a gated MLP); a JSON answer over the JSON cap: 413 "
         "(`?encoding=f32` has no cap). The layers after `layer` are not run. A model with RoPE: `steps.split` "
         "holds q and k before the rotation, `rotated` after it (2·h·N·Dh numbers more), and `rope` its settings."
@@ -202,7 +202,7 @@ def trace(r: TraceInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
                               f"tracing layer {layer}", cfg.max_positions)
     steps = hub.run(r.model.trace_layer, r.encoded, layer, r.heads, r.req.block, gone=gone, flops=flops)
     # the block's steps, T x width each, in the order computed
-    arrays: dict[str, Any] = {name: steps.pop(name) for name in list(steps) if name in BLOCK_STEPS}
+    arrays: dict[str, Any] = {name: steps.pop(name) for name in list(steps) if name in (*BLOCK_STEPS, "mlp_alone")}
     fields = {"model": r.spec.id, "tokens": r.tokens, "layer": layer, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
               "d_head": cfg.d_head, "heads": r.heads, "scale": r.model.attention_scale(layer)}
     if cfg.kv_heads < cfg.n_heads:  # grouped-query attention: the key-value head serving each query head

@@ -17,10 +17,10 @@ def pooled_side(n_tokens: int, size: int) -> int:
 
 def block_numbers(cfg: NetConfig, layer: int, n_tokens: int) -> int:
     """Numbers in one traced block's steps besides its attention (model/steps.py BLOCK_STEPS): N x D for
-    block_input, norm_1, add_1, norm_2, mlp_out, add_2 (and Gemma 2's two sandwich norms, a pre-norm model's
-    final norm in its last block), N x d_ff for mlp_hidden and mlp_act (and a gated MLP's gate before and after
-    its activation)."""
-    wide = 6 + (2 if cfg.sandwich_norm else 0) + (1 if cfg.norm_place == "pre" and layer == cfg.n_layers - 1 else 0)
+    block_input, norm_1, add_1, norm_2, mlp_out, add_2 and mlp_alone (and Gemma 2's two sandwich norms, a
+    pre-norm model's final norm in its last block), N x d_ff for mlp_hidden and mlp_act (and a gated MLP's gate
+    before and after its activation)."""
+    wide = 7 + (2 if cfg.sandwich_norm else 0) + (1 if cfg.norm_place == "pre" and layer == cfg.n_layers - 1 else 0)
     inner = 4 if cfg.mlp == "gated" else 2
     return n_tokens * (wide * cfg.d_model + inner * cfg.d_ff)
 

@@ -157,10 +157,23 @@ class LoadedModel:
         """Every step of one layer's attention, batch axis dropped, per-head steps limited to `heads`. The layers
         after it are not run. With RoPE, `split` holds q and k before the rotation and `rotated` (after `split`)
         holds them after it (model/trace.py arrange_rotation). `block`: the steps of the rest of the block too
-        (BLOCK_STEPS, each T x width, in the order the block computes them; block_parts says what they are)."""
+        (BLOCK_STEPS, each T x width, in the order the block computes them; block_parts says what they are), and
+        last `mlp_alone`: the block's MLP run on each token's input row by itself (a batch of one token), which
+        equals mlp_out row for row because the MLP works on each token alone."""
         trace = Trace(layers=[layer], steps=STEPS + BLOCK_STEPS if block else None)
         self.run(encoded, trace, through=layer)
-        return arrange_rotation(select(trace[layer], heads))
+        record = arrange_rotation(select(trace[layer], heads))
+        if block:
+            record["mlp_alone"] = self.mlp_alone(layer, cast(torch.Tensor, record["norm_2" if self.cfg.norm_place ==
+                                                                                "pre" else "norm_1"]))
+        return record
+
+    @torch.inference_mode()
+    def mlp_alone(self, layer: int, rows: torch.Tensor) -> torch.Tensor:
+        """Block `layer`'s MLP on each row of `rows` (T, D) by itself, then stacked: (T, D) float32 on the CPU."""
+        block, first = self.net.block(layer), next(self.net.parameters())
+        alone = [block.mlp(row.to(first.device, first.dtype)[None, None])[0, 0] for row in rows]
+        return widen(torch.stack(alone)).cpu()
 
     def block_parts(self, layer: int) -> BlockParts:
         """How block `layer` is built around its attention, with its norms' weights (float32, on the CPU)."""

@@ -449,6 +449,7 @@ def test_trace_walks_the_whole_post_norm_block(client):
     block = body["block"]
     names = [s["name"] for s in block["steps"]]
     assert names == ["block_input", "add_1", "norm_1", "mlp_hidden", "mlp_act", "mlp_out", "add_2", "norm_2"]
+    assert list(block["arrays"]) == [*names, "mlp_alone"]
     assert [s["caption_key"] for s in block["steps"]][1:3] == ["steps.block.add_1.post", "steps.block.norm_1.post"]
     assert (block["order"], block["norm"], block["activation"], block["gated"], block["d_ff"]) == (
         "post", "layer", "gelu", False, 1536)
@@ -466,6 +467,7 @@ def test_trace_walks_the_whole_post_norm_block(client):
                                atol=1e-5)
     np.testing.assert_allclose(a["add_2"], a["norm_1"] + a["mlp_out"], atol=1e-5)
     np.testing.assert_allclose(a["norm_2"], layer_norm(a["add_2"], *p["norm_2"], block["eps"]), atol=1e-5)
+    np.testing.assert_allclose(a["mlp_alone"], a["mlp_out"], atol=1e-5)  # each token's row by itself: the same
     next_layer = trace(client, text=TEXT, layer=4, head=5, block=True).json()  # the output is what the next layer reads
     np.testing.assert_allclose(a["norm_2"], next_layer["block"]["arrays"]["block_input"], atol=1e-5)
     assert "block" not in trace(client, text=TEXT, layer=3, head=5).json()  # only when asked
@@ -493,3 +495,4 @@ def test_trace_walks_a_pre_norm_block_to_the_final_norm(local_client):
     np.testing.assert_allclose(a["final_norm"], layer_norm(a["add_2"], *p["final_norm"], block["eps"]), atol=1e-5)
     cfg = local_client.app.state.hub.loaded["tiny-gpt2"].cfg
     assert block_numbers(cfg, 1, len(body["tokens"])) == sum(a[name].size for name in a)
+    np.testing.assert_allclose(a["mlp_alone"], a["mlp_out"], atol=1e-5)

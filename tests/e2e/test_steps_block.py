@@ -172,6 +172,11 @@ def test_minilm_walks_from_the_output_to_the_layers_output_with_the_traces_numbe
     next_step(page, "mlp_out", language)
     assert max_abs_diff(drawn(page, "block-mlp_out-o"), [A["mlp_out"][q]]) <= 1e-5
     assert max_abs_diff(drawn(page, "block-mlp_out-in"), [A["norm_1"][q]]) <= 1e-6  # the only row it is made from
+    alone = max(abs(a - b) for r1, r2 in zip(A["mlp_alone"], A["mlp_out"], strict=True)
+                for a, b in zip(r1, r2, strict=True))  # the server's MLP on each row by itself
+    assert alone <= 1e-5
+    text = caption(page, "block-mlp_out-o")
+    assert text.count("✓") == 1 and ("run again on each token's row alone" if language == "en" else "单独再送进 MLP") in text
 
     next_step(page, "add_2", language)
     next_step(page, "norm_2", language)  # the layer's output, and what reads it

@@ -7,7 +7,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  ACTIVATIONS, activationCheck, agrees, BLOCK_STEPS, blockFacts, blockSpec, blockText, flowNorms, flowSteps, nearZero,
+  ACTIVATIONS, activationCheck, agrees, aloneCheck, BLOCK_STEPS, blockFacts, blockSpec, blockText, flowNorms, flowSteps, nearZero,
   normStats, num, walkSteps,
 } from '../../static/js/figures/block.js';
 import { STEPS } from '../../static/js/figures/steps.js';
@@ -194,6 +194,18 @@ test('the activation check is a real one: GELU\'s numbers checked as GELU (tanh)
   const arrays = { ...T.block.arrays, mlp_act: T.block.arrays.mlp_act.map((row) => [...row]) };
   arrays.mlp_act[1][3] += 1e-3;
   assert.ok(!agrees(activationCheck({ ...T.block, arrays }, 'mlp_act')));
+});
+
+test('the MLP-alone check passes rows run alone and finds one number changed', () => {
+  const T = makeTrace('post');
+  const out = T.block.arrays.mlp_out;
+  assert.equal(aloneCheck(T.block), null, 'no mlp_alone in the trace: no check');
+  const alone = out.map((row) => row.map((v) => v + 1e-7)); // float rounding of a batch of one
+  assert.ok(agrees(aloneCheck({ ...T.block, arrays: { ...T.block.arrays, mlp_alone: alone } })));
+  const changed = out.map((row) => [...row]);
+  changed[2][1] += 1e-2; // row 2 as if another token had reached it
+  const check = aloneCheck({ ...T.block, arrays: { ...T.block.arrays, mlp_alone: changed } });
+  assert.ok(!agrees(check) && Math.abs(check.diff - 1e-2) < 1e-9);
 });
 
 // ---- the captions and the text ----------------------------------------------------------------

@@ -169,6 +169,23 @@ export function activationCheck(block, step) {
   return check;
 }
 
+/**
+ * The server's MLP run again on each token's input row by itself (`mlp_alone`, a batch of one token) against
+ * the rows it gave with every token at once (`mlp_out`); null when the trace has no `mlp_alone`.
+ * @returns {{diff: number, scale: number}|null}
+ */
+export function aloneCheck(block) {
+  const A = block.arrays;
+  if (!A.mlp_alone) return null;
+  const done = checks.get(A)?.alone;
+  if (done) return done;
+  let scale = 0;
+  for (const row of A.mlp_out) for (const v of row) scale = Math.max(scale, Math.abs(v));
+  const check = { diff: maxAbsDiff(A.mlp_alone, A.mlp_out), scale };
+  checks.set(A, { ...checks.get(A), alone: check });
+  return check;
+}
+
 /** Whether a recomputed float64 value and the model's float32 one agree: 10⁻⁵ of the values' size. */
 export const agrees = ({ diff, scale }) => diff <= 1e-5 * Math.max(1, scale);
 
@@ -501,6 +518,13 @@ function productStep(T, step, c) {
   return layout(c, strips, [normLine(T, step, c)]);
 }
 
+/** The caption of the MLP's alone-check: the rows agree (within float rounding) or they do not. */
+function aloneSaid(block) {
+  const check = aloneCheck(block);
+  if (!check) return '';
+  return t(agrees(check) ? 'steps.block.cap.aloneSame' : 'steps.block.cap.aloneDiffers', { diff: num(check.diff) });
+}
+
 function downStep(T, step, c) {
   const B = T.block;
   const r = recipe(B, step);
@@ -510,7 +534,8 @@ function downStep(T, step, c) {
   const strips = [
     plot('a', `block-${step}-a`, `${symbol(B, r.input)} · ${t('steps.block.cap.down', { dff: a.length, dModel: o.length })}`,
       strip(a, 'a')),
-    plot('o', `block-${step}-o`, `${symbol(B, step)} · ${normSaid(o)}`, strip(o, 'MLP(x)')),
+    plot('o', `block-${step}-o`, [`${symbol(B, step)} · ${normSaid(o)}`, aloneSaid(B)].filter(Boolean).join(' · '),
+      strip(o, 'MLP(x)')),
     plot('in', `block-${step}-in`, `${t('steps.block.cap.alone', { query: c.q })} · ${symbol(B, r.mlpIn)}`, strip(x, 'x')),
   ];
   return layout(c, strips, [normLine(T, step, c)]);

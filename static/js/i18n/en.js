@@ -243,7 +243,7 @@ export default {
   "steps.block.mlp_act.gated": "Gated: {act}(g) ⊙ u",
   "steps.block.mlp_act.gated.body": "Each of the {dff} units multiplies its gate {act}(g) by its up value u: where the gate is near 0 the unit is shut whatever u is. This elementwise product is what the down projection reads.",
   "steps.block.mlp_out": "MLP down: {dff} → {dModel}",
-  "steps.block.mlp_out.body": "A last linear map brings each token's {dff} numbers back to the stream's width {dModel}. The MLP works on each vector alone: row {query} of its output is made from row {query} of its input only (the last strip). The activation, which works on each number alone, is recomputed on this page for every token (its step's check); the MLP's weight matrices are not in the trace, so the page shows the rows side by side rather than recomputing them.",
+  "steps.block.mlp_out.body": "A last linear map brings each token's {dff} numbers back to the stream's width {dModel}. The MLP works on each vector alone: row {query} of its output is made from row {query} of its input only (the last strip). The server ran the MLP a second time on each token's row by itself, with no other token in the input, and the caption above the output compares those rows with these: the same, up to float rounding. (The attention could not pass this check: its output for a token changes when the other tokens change.)",
   "steps.block.post_norm_2": "{norm} of the MLP's output ({order}, with a sandwich norm)",
   "steps.block.post_norm_2.body": "This model (Gemma 2) also normalises the MLP's output before adding it to the stream. {formula} Token {query} is shown.",
   "steps.block.add_2.post": "Residual sum: {sub}",
@@ -284,6 +284,8 @@ export default {
   "steps.block.cap.checkSame": "✓ recomputed here for every token: at most {diff} from the model's",
   "steps.block.cap.checkDiffers": "✗ recomputed here for every token: up to {diff} from the model's",
   "steps.block.cap.down": "{dff} → {dModel}: back to the stream's width",
+  "steps.block.cap.aloneSame": "✓ the MLP run again on each token's row alone: at most {diff} from these rows",
+  "steps.block.cap.aloneDiffers": "✗ the MLP run again on each token's row alone: up to {diff} from these rows",
   "steps.block.cap.alone": "the MLP's input, row {query}: the only row this output row is made from",
   // ---- walkthrough (/steps and /toy) ----
   "walk.aria": "Multi-head attention, step by step",

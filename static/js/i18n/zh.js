@@ -243,7 +243,7 @@ export default {
   "steps.block.mlp_act.gated": "门控：{act}(g) ⊙ u",
   "steps.block.mlp_act.gated.body": "{dff} 个单元中的每一个都把自己的门控值 {act}(g) 乘以升维值 u：门控接近 0 的单元，无论 u 是多少都被关闭。降维投影读取的就是这个逐元素乘积。",
   "steps.block.mlp_out": "MLP 降维：{dff} → {dModel}",
-  "steps.block.mlp_out.body": "最后一个线性变换把每个词元的 {dff} 个数变回残差流的宽度 {dModel}。MLP 独立作用于每个向量：输出的第 {query} 行只由输入的第 {query} 行算出（最下面一条）。激活函数逐个数地作用，本页对每个词元都重新算了一遍（见激活那一步的核对）；MLP 的权重矩阵不在追踪结果里，所以本页把两行并排展示，而不是重新计算它们。",
+  "steps.block.mlp_out.body": "最后一个线性变换把每个词元的 {dff} 个数变回残差流的宽度 {dModel}。MLP 独立作用于每个向量：输出的第 {query} 行只由输入的第 {query} 行算出（最下面一条）。服务器把每个词元的那一行单独再送进 MLP 算了一遍，输入里没有任何别的词元；输出上方的说明把这两次的结果逐行比较：除浮点舍入外完全相同。（注意力通不过这个检查：别的词元一变，它给这个词元的输出就会变。）",
   "steps.block.post_norm_2": "MLP 输出的 {norm}（{order}，外加“三明治”归一化）",
   "steps.block.post_norm_2.body": "这个模型（Gemma 2）在把 MLP 的输出加回残差流之前，也先把它归一化。{formula}图中是词元 {query}。",
   "steps.block.add_2.post": "残差相加：{sub}",
@@ -284,6 +284,8 @@ export default {
   "steps.block.cap.checkSame": "✓ 在本页对每个词元重新计算：与模型的结果最多相差 {diff}",
   "steps.block.cap.checkDiffers": "✗ 在本页对每个词元重新计算：与模型的结果相差最多 {diff}",
   "steps.block.cap.down": "{dff} → {dModel}：变回残差流的宽度",
+  "steps.block.cap.aloneSame": "✓ 把每个词元的行单独再送进 MLP：与这里的行最多相差 {diff}",
+  "steps.block.cap.aloneDiffers": "✗ 把每个词元的行单独再送进 MLP：与这里的行相差最多 {diff}",
   "steps.block.cap.alone": "MLP 的输入第 {query} 行：输出的这一行只由这一行算出",
   // ---- walkthrough (/steps and /toy) ----
   "walk.aria": "多头注意力，一步一步",
