@@ -49,6 +49,11 @@ def drawn(page: Page, key: str, field: str = "z"):
     )
 
 
+def caption(page: Page, key: str) -> str:
+    """The caption of the figure that draws the matrix `key` (its data-matrix)."""
+    return page.locator(f'figure:has([data-matrix="{key}"]) figcaption').inner_text()
+
+
 def stage(page: Page):
     return page.locator("#stage")
 

@@ -1,9 +1,9 @@
 """/steps after the attention: the rest of the Transformer block (static/js/figures/block.js) in real Chromium,
 compared with /api/v1/trace fetched by the test. MiniLM (post-norm, LayerNorm, GELU) walks on from the output
 projection to the layer's output in English and 中文, each caption's numbers recomputed here from the trace; a
-small random Llama (pre-norm, RMSNorm, a gated SiLU MLP) shows its gate, SiLU and product and, on its last
-layer, the final norm; at 390 px and 512 tokens no block step makes the page wider than the screen.
-One server of its own (MiniLM and the Llama checkpoint) for the whole module, the session's browser."""
+small random Llama (pre-norm, RMSNorm, a gated SiLU MLP: local/test_steps_rope.py, on the Llama family's server)
+shows its gate, SiLU and product and, on its last layer, the final norm; at 390 px and 512 tokens no block step
+makes the page wider than the screen. The session's server and browser."""
 
 from __future__ import annotations
 
@@ -13,53 +13,16 @@ import re
 import struct
 from urllib.parse import quote
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from bench.common import Server, TextMaker
+from bench.common import TextMaker
 
-from .helpers import STEPS, drawn, english_left, max_abs_diff, stage
+from .helpers import STEPS, caption, drawn, english_left, max_abs_diff, stage
 
 MINILM_BLOCK = ["add_1", "norm_1", "mlp_hidden", "mlp_act", "mlp_out", "add_2", "norm_2"]
-LLAMA = "tiny-llama"
 SENTENCE = "The cat sat on the mat."
 NUMBER = r"(−?[\d.]+(?:e[−+]?\d+)?)"
-
-
-@pytest.fixture(scope="module")
-def block_server(tmp_path_factory: pytest.TempPathFactory):
-    """MiniLM and one small random Llama (tests/checkpoints.py), made here: only the one checkpoint this file needs."""
-    from tests.checkpoints import make_llama_checkpoint
-
-    llama = make_llama_checkpoint("llama", tmp_path_factory.mktemp("block") / LLAMA)
-    server = Server(ATTNSCOPE_MODEL_PATHS=str(llama))
-    try:
-        server.start()
-    except RuntimeError as exc:  # fail, never skip
-        pytest.fail(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def live_server(block_server) -> str:
-    return block_server.base
-
-
-@pytest.fixture(scope="module")
-def context(open_context, block_server):
-    context = open_context(block_server.base)
-    yield context
-    context.close()
-
-
-@pytest.fixture(scope="module")
-def block_api(block_server):
-    with httpx.Client(base_url=block_server.base, trust_env=False, timeout=60) as client:
-        yield client
 
 
 def trace(api, text: str, layer: int, model: str | None = None) -> dict:
@@ -93,10 +56,6 @@ def steps_url(text: str, **params) -> str:
     return "/steps?" + "&".join([f"text={quote(text)}"] + [f"{key}={value}" for key, value in params.items()])
 
 
-def caption(page: Page, key: str) -> str:
-    return page.locator(f'figure:has([data-matrix="{key}"]) figcaption').inner_text()
-
-
 def said(text: str, name: str) -> float:
     """The number a caption writes after `name = ` (the page's true minus sign read back)."""
     found = re.search(re.escape(name) + r" = " + NUMBER, text)
@@ -118,9 +77,9 @@ def next_step(page: Page, step: str, language: str = "en") -> None:
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_minilm_walks_from_the_output_to_the_layers_output_with_the_traces_numbers(page: Page, block_api, language: str):
+def test_minilm_walks_from_the_output_to_the_layers_output_with_the_traces_numbers(page: Page, api, language: str):
     layer, q = 2, 3
-    expected = trace(block_api, SENTENCE, layer)
+    expected = trace(api, SENTENCE, layer)
     block = expected["block"]
     A = block["arrays"]
     assert [s["name"] for s in block["steps"]] == ["block_input", *MINILM_BLOCK]
@@ -189,47 +148,10 @@ def test_minilm_walks_from_the_output_to_the_layers_output_with_the_traces_numbe
     assert "step=norm_2" in page.url
 
 
-def test_a_gated_pre_norm_model_shows_its_gate_silu_product_and_the_final_norm(page: Page, block_api):
-    layer, q = 1, 2  # the checkpoint's last layer
-    expected = trace(block_api, SENTENCE, layer, LLAMA)
-    block = expected["block"]
-    A = block["arrays"]
-    assert (block["order"], block["norm"], block["activation"], block["gated"]) == ("pre", "rms", "silu", True)
-    page.goto(steps_url(SENTENCE, model=LLAMA, layer=layer, head=0, query=q, step="mlp_gate"))
-    expect(stage(page)).to_have_attribute("data-step", "mlp_gate")
-    walk = page.locator("#step-list button.step-item").evaluate_all("(bs) => bs.map((b) => b.dataset.step)")
-    assert walk == ["block_input", "norm_1", *STEPS, "add_1", "norm_2", "mlp_gate", "mlp_gate_act", "mlp_hidden",
-                    "mlp_act", "mlp_out", "add_2", "final_norm"]
-    assert max_abs_diff(drawn(page, "block-mlp_gate-h"), [A["mlp_gate"][q]]) <= 1e-5
-
-    next_step(page, "mlp_gate_act")
-    expect(page.locator("#stage-title")).to_have_text("SiLU of the gate")
-    silu = [g / (1 + math.exp(-g)) for g in A["mlp_gate"][q]]
-    assert max_abs_diff(drawn(page, "block-mlp_gate_act-a"), [silu]) <= 1e-5
-
-    next_step(page, "mlp_hidden")
-    expect(page.locator("#stage-title")).to_have_text(re.compile(r"^MLP up: u = x·W_up"))
-    next_step(page, "mlp_act")
-    expect(page.locator("#stage-title")).to_have_text("Gated: SiLU(g) ⊙ u")
-    product = [a * u for a, u in zip(A["mlp_gate_act"][q], A["mlp_hidden"][q], strict=True)]
-    assert max_abs_diff(drawn(page, "block-mlp_act-a"), [product]) <= 1e-5
-    assert "✓" in caption(page, "block-mlp_act-a")
-
-    page.locator('#step-list button[data-step="add_2"]').click()
-    expect(stage(page)).to_have_attribute("data-step", "add_2")
-    expect(page.locator("#stage-body")).to_contain_text("the final norm (next step) still normalises it")
-    next_step(page, "final_norm")
-    expect(page.locator("#stage-title")).to_have_text("Final RMSNorm after the last block (pre-norm)")
-    y = A["add_2"][q]
-    assert said(caption(page, "block-final_norm-xhat"), "ms") == pytest.approx(sum(v * v for v in y) / len(y), rel=1e-3)
-    assert max_abs_diff(drawn(page, "block-final_norm-y"), [A["final_norm"][q]]) <= 1e-5
-    expect(page.locator('[data-matrix="block-final_norm-beta"]')).to_have_count(0)  # RMSNorm has no β
-
-
-def test_at_390_px_and_512_tokens_no_block_step_is_wider_than_the_screen(page: Page, block_api):
+def test_at_390_px_and_512_tokens_no_block_step_is_wider_than_the_screen(page: Page, api):
     text = TextMaker(seed=11).text(512)
     layer, q = 4, 300
-    A = block_arrays_f32(block_api, text, layer)
+    A = block_arrays_f32(api, text, layer)
     assert len(A["norm_2"]) == 512
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto(steps_url(text, layer=layer, head=0, query=q, step="add_1"))

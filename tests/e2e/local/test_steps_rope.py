@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 from urllib.parse import quote
@@ -23,7 +24,10 @@ from playwright.sync_api import Page, expect
 
 from bench.common import Server
 
-from ..helpers import drawn, english_left, max_abs_diff, show_step, stage, switch_to_chinese, wait_until
+from ..helpers import STEPS, caption, drawn, english_left, max_abs_diff, show_step, stage, switch_to_chinese, wait_until
+from ..test_steps_block import SENTENCE, next_step, said
+from ..test_steps_block import steps_url as block_steps_url
+from ..test_steps_block import trace as block_trace
 
 LLAMA = "tiny-llama"
 TEXT = "Hello world, attention is all you need."
@@ -64,10 +68,6 @@ def llama_api(llama_server):
 def steps_url(model: str, text: str = TEXT, **params: object) -> str:
     query = "&".join([f"text={quote(text)}", f"model={model}"] + [f"{k}={v}" for k, v in params.items()])
     return f"/steps?{query}"
-
-
-def caption(page: Page, key: str) -> str:
-    return page.locator(f'figure:has([data-matrix="{key}"]) figcaption').inner_text()
 
 
 def listed_angles(page: Page, said: str, exact) -> list[int | None]:
@@ -276,3 +276,42 @@ def test_the_model_picker_and_the_intro_say_each_model_in_the_pages_language(pag
     page.goto("/?lang=zh&model=tiny-llama")
     expect(page.locator("#intro")).to_be_visible()
     expect(intro).to_be_hidden()  # no window, nothing said
+
+
+# ---- the rest of the block (../test_steps_block.py walks MiniLM's) ----
+
+def test_a_gated_pre_norm_model_shows_its_gate_silu_product_and_the_final_norm(page: Page, llama_api):
+    layer, q = 1, 2  # the checkpoint's last layer
+    expected = block_trace(llama_api, SENTENCE, layer, LLAMA)
+    block = expected["block"]
+    A = block["arrays"]
+    assert (block["order"], block["norm"], block["activation"], block["gated"]) == ("pre", "rms", "silu", True)
+    page.goto(block_steps_url(SENTENCE, model=LLAMA, layer=layer, head=0, query=q, step="mlp_gate"))
+    expect(stage(page)).to_have_attribute("data-step", "mlp_gate")
+    walk = page.locator("#step-list button.step-item").evaluate_all("(bs) => bs.map((b) => b.dataset.step)")
+    assert walk == ["block_input", "norm_1", *STEPS, "add_1", "norm_2", "mlp_gate", "mlp_gate_act", "mlp_hidden",
+                    "mlp_act", "mlp_out", "add_2", "final_norm"]
+    assert max_abs_diff(drawn(page, "block-mlp_gate-h"), [A["mlp_gate"][q]]) <= 1e-5
+
+    next_step(page, "mlp_gate_act")
+    expect(page.locator("#stage-title")).to_have_text("SiLU of the gate")
+    silu = [g / (1 + math.exp(-g)) for g in A["mlp_gate"][q]]
+    assert max_abs_diff(drawn(page, "block-mlp_gate_act-a"), [silu]) <= 1e-5
+
+    next_step(page, "mlp_hidden")
+    expect(page.locator("#stage-title")).to_have_text(re.compile(r"^MLP up: u = x·W_up"))
+    next_step(page, "mlp_act")
+    expect(page.locator("#stage-title")).to_have_text("Gated: SiLU(g) ⊙ u")
+    product = [a * u for a, u in zip(A["mlp_gate_act"][q], A["mlp_hidden"][q], strict=True)]
+    assert max_abs_diff(drawn(page, "block-mlp_act-a"), [product]) <= 1e-5
+    assert "✓" in caption(page, "block-mlp_act-a")
+
+    page.locator('#step-list button[data-step="add_2"]').click()
+    expect(stage(page)).to_have_attribute("data-step", "add_2")
+    expect(page.locator("#stage-body")).to_contain_text("the final norm (next step) still normalises it")
+    next_step(page, "final_norm")
+    expect(page.locator("#stage-title")).to_have_text("Final RMSNorm after the last block (pre-norm)")
+    y = A["add_2"][q]
+    assert said(caption(page, "block-final_norm-xhat"), "ms") == pytest.approx(sum(v * v for v in y) / len(y), rel=1e-3)
+    assert max_abs_diff(drawn(page, "block-final_norm-y"), [A["final_norm"][q]]) <= 1e-5
+    expect(page.locator('[data-matrix="block-final_norm-beta"]')).to_have_count(0)  # RMSNorm has no β
