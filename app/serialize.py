@@ -236,9 +236,12 @@ def json_response(body: BaseModel, leave_out: tuple[str, ...] = ()) -> Response:
 
 def toy_answer(result: dict[str, Any]) -> ToyResponse:
     """POST /toy's answer from run_toy's."""
-    tensors = {name: steps(result[name]) if result[name] is not None else None for name in ("weights", "additive")}
+    tensors: dict[str, Any] = {name: steps(result[name]) if result[name] is not None else None
+                               for name in ("weights", "additive")}
+    tensors.update({name: None if result[name] is None else matrix(result[name]) for name in ("general_w", "delta")})
     soft = matrix(result["soft"]) if result["soft"] is not None else None
-    return ToyResponse(**{**result, **tensors, "soft": soft, "steps": steps(result["steps"])})
+    sparse = steps(result["probsparse"]) if result["probsparse"] is not None else None
+    return ToyResponse(**{**result, **tensors, "soft": soft, "probsparse": sparse, "steps": steps(result["steps"])})
 
 
 def flash_answer(result: dict[str, Any]) -> FlashResponse:

@@ -64,7 +64,8 @@ TOY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
                           "a weight whose shape does not fit d_keys or d_values (W_q, W_k: d_model x n_heads*d_keys, "
                           "W_v: d_model x n_heads*d_values, W_o: n_heads*d_values x d_model)"),
     "toy_head_width": (("width", "n_heads", "max"), "n_heads x d_keys or n_heads x d_values over max"),
-    "toy_variant": (("variant",), "a variant other than scaled_dot, dot, additive, hard, sample, gumbel and linear"),
+    "toy_variant": (("variant",), "a variant other than scaled_dot, dot, additive, hard, sample, gumbel, linear, "
+                    "probsparse, general and cosine"),
     "toy_linear_alibi": ((), "the linear variant with ALiBi positions (a bias would make its kernel scores negative)"),
     "toy_positions": (("positions",), "positions other than none, sinusoidal, rope and alibi"),
     "toy_temperature": (("temperature", "min"), "a temperature that is not a finite number of at least min"),
@@ -74,6 +75,18 @@ TOY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "toy_additive_shape": (("shape", "want"), "additive parameters whose shape is not w_q, w_k: n_heads x d_keys x "
                            "d_attn and v: n_heads x d_attn (d_attn: w_q's last axis)"),
     "toy_additive_width": (("width", "n_heads", "max"), "additive parameters with n_heads x d_attn over max"),
+    "toy_factor_range": (("factor", "max"), "a ProbSparse factor c below 1 or over max"),
+    "toy_factor_variant": (("variant",), "a factor with a variant other than probsparse"),
+    "toy_probsparse_short": (("queries", "keys"), "probsparse with fewer than 2 queries or keys (⌈ln 1⌉ = 0 samples)"),
+    "toy_probsparse_hidden": ((), "probsparse with hidden keys (its lazy rows take every value)"),
+    "toy_probsparse_causal": (("queries", "keys"), "causal probsparse with keys not as many as queries (the "
+                              "cumulative sum of V)"),
+    "toy_scale_variant": (("variant",), "a scale with a variant other than cosine"),
+    "toy_scale_range": (("scale", "max"), "a cosine scale that is not a number above 0 and at most max"),
+    "toy_tau_range": (("tau", "min", "max"), "a de-stationary tau outside min..max"),
+    "toy_delta_length": (("count", "keys"), "a delta list whose length is not the number of keys"),
+    "toy_delta_number": (("max",), "a delta that is not a finite number of magnitude at most max"),
+    "toy_linear_delta": ((), "the linear variant with a negative delta (its kernel scores must stay positive)"),
     "toy_hidden_key": (("key", "keys"), "a hidden key index outside 0..keys-1"),
     "toy_sinusoidal_odd": (("d_model",), "sinusoidal positions with an odd d_model (sin and cos columns pair up)"),
     "toy_rope_odd": (("d_keys",), "RoPE with an odd d_keys (it rotates pairs of dimensions)"),

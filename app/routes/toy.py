@@ -54,7 +54,17 @@ router = APIRouter(
         "`straight_through` the forward weights are its one-hot argmax), `linear` (Katharopoulos et al. 2020: scores "
         "φ(q)·φ(k)ᵀ with φ(x) = elu(x) + 1 > 0, scale 1; the `softmax` step holds each masked row divided by its sum "
         "over the visible keys, so the output equals φ(Q)·(φ(K)ᵀV) / φ(Q)·Σφ(K) without an N x N matrix; not with "
-        "ALiBi). **Temperature** τ divides the scaled "
+        "ALiBi), `probsparse` (Informer, as Time-Series-Library's ProbAttention: for each query U = min(c·⌈ln S⌉, "
+        "S) keys sampled with replacement, one L × U index matrix shared by the heads, from stream 8 with "
+        "`torch.randint`; M = max − Σ/S of the unscaled q·k on them; the u = min(c·⌈ln L⌉, L) queries of largest M "
+        "per head get the scaled, masked softmax, the others the mean of V, or under `causal` the cumulative SUM of "
+        "V up to their row; `factor` c, default 5; the answer adds `probsparse` and `factor`; at least 2 queries "
+        "and keys, no `hidden_keys`, and as many keys as queries when causal), `general` (Luong: q W_s kᵀ per head, "
+        "scale 1, W_s seeded from stream 9 and echoed as `general_w`), `cosine` (q·k / (|q||k|), each |x| clamped "
+        "to at least 1e-12, times `scale`, default √d_keys). **De-stationary factors** (Non-stationary "
+        "Transformers): `tau` τ and `delta` δ (one number, or one per key) make the `scores` step scores · τ + δ, "
+        "before the scale and the mask, for every variant (ProbSparse's M is measured on q·k without them, as "
+        "its source ignores them). **Temperature** τ divides the scaled "
         "scores: the `scale` step is scores × scale, and the answer's `scale` is that factor (1/√d_keys or 1, "
         "divided by τ); the mask and the ALiBi bias are added after it, unscaled. The `softmax` step holds the "
         "weights used; `hard`, `sample` and straight-through `gumbel` add `soft`, the softmax the one-hot rows "
@@ -84,7 +94,8 @@ def _run_toy(run: Any, req: ToyRequest, hub: ModelHub, gone: Callable[[], bool],
     additive = req.additive.model_dump() if req.additive else None
     bound = partial(run, variant=req.variant, temperature=req.temperature, seed=req.seed,
                     straight_through=req.straight_through, d_keys=req.d_keys, d_values=req.d_values,
-                    additive=additive, positions=req.positions, hidden_keys=req.hidden_keys, **more)
+                    additive=additive, positions=req.positions, hidden_keys=req.hidden_keys, factor=req.factor,
+                    scale=req.scale, tau=req.tau, delta=req.delta, **more)
     return hub.run(bound, req.queries, req.keys, req.values, req.n_heads, weights, req.causal, gone=gone)
 
 

@@ -8,6 +8,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from model.lab.flash import MAX_BLOCK as FLASH_MAX_BLOCK
+from model.lab.probsparse import MAX_FACTOR as TOY_MAX_FACTOR
 from model.lab.toy import MAX_ABS as TOY_MAX_ABS
 from model.lab.toy import MAX_SIDE as TOY_MAX_SIDE
 from model.lab.variants import MAX_SEED as TOY_MAX_SEED
@@ -60,7 +61,8 @@ Temperature = Annotated[
 ]
 
 
-ToyVariant = Literal["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"]
+ToyVariant = Literal["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear", "probsparse", "general",
+                     "cosine"]
 
 
 ToyPositions = Literal["none", "sinusoidal", "rope", "alibi"]
@@ -100,6 +102,15 @@ class ToyRequest(ToyLayerRequest):
     d_values: int | None = Field(None, ge=1, le=TOY_MAX_SIDE, description="Per-head width of v; d_model/n_heads.")
     additive: ToyAdditive | None = Field(None, description="variant additive only; default seeded, d_attn = d_keys.")
     positions: ToyPositions = Field("none", description="none, sinusoidal (X + P), rope (q, k rotated), alibi (bias).")
+    factor: int | None = Field(None, ge=1, le=TOY_MAX_FACTOR, description="probsparse only: the sampling factor c "
+                               "(U = min(c·⌈ln S⌉, S) keys sampled per query, u = min(c·⌈ln L⌉, L) active queries); "
+                               "default 5.")
+    scale: float | None = Field(None, gt=0, le=TOY_MAX_ABS, allow_inf_nan=False, description="cosine only: the "
+                                "factor of the cosine scores (default √d_keys).")
+    tau: float = Field(1.0, gt=0, le=TOY_MAX_ABS, allow_inf_nan=False, description="De-stationary τ (Non-stationary "
+                       "Transformers): the scores become scores · τ + δ before the scale and the mask.")
+    delta: FiniteNumber | list[FiniteNumber] = Field(0.0, description="De-stationary δ: one number for every key, "
+                                                     "or one per key (S numbers).")
 
 
 class ToySteps(Steps[QKV]):
@@ -121,6 +132,16 @@ class ToyAdditiveUsed(BaseModel):
     v: Matrix = Field(description="v: h x d_attn.")
 
 
+class ToyProbSparse(BaseModel):
+    sampled_keys: list[list[int]] = Field(description="L x U: the keys sampled (with replacement) for each query, "
+                                          "shared by the heads.")
+    measure: Matrix = Field(description="h x L: M = max − (Σ over the sampled keys)/S of the unscaled q·k.")
+    active: list[list[int]] = Field(description="h x u: the active queries of each head (largest M; ascending "
+                                    "query order, equal M to the earlier query).")
+    output_difference: list[float] = Field(description="L: ‖output − full softmax attention's output‖₂ per "
+                                           "query, the same layer otherwise.")
+
+
 class ToyResponse(BaseModel):
     d_model: int
     n_heads: int
@@ -137,6 +158,17 @@ class ToyResponse(BaseModel):
     hidden_keys: list[int]
     weights: ToyWeightsUsed = Field(description="The weights used (in x out), defaults included.")
     additive: ToyAdditiveUsed | None = Field(None, description="The additive parameters used; null otherwise.")
+    factor: int | None = Field(None, description="probsparse: the factor c used; null otherwise.")
+    general_w: Stack | None = Field(None, description="general: Luong's W_s per head (h x d_keys x d_keys; seeded "
+                                    "from stream 9); null otherwise.")
+    tau: float = Field(1.0, description="De-stationary τ used (1: none).")
+    delta: list[float] | None = Field(None, description="De-stationary δ used, one per key (S); null where the "
+                                      "answer is not the toy's (the Iris trace).")
+    probsparse: ToyProbSparse | None = Field(None, description="probsparse: the sample, the measure M, the "
+                                             "active queries and the difference from full attention; null "
+                                             "otherwise. The lazy rows of the softmax step hold the weights used: "
+                                             "1/S (the mean of V), or under a causal mask 1 on keys 0..i (the "
+                                             "cumulative sum of V).")
     soft: Stack | None = Field(None, description="Hard variants (hard, sample, straight-through gumbel): the "
                                "softmax (h x L x S) the one-hot weights came from; null otherwise.")
     steps: ToySteps
@@ -194,6 +226,8 @@ class ToyGradients(BaseModel):
                                        "(h x d_keys x d_attn); else null.")
     additive_v: Matrix | None = Field(None, description="variant additive: dv, the gradient of the scorer's v "
                                       "(h x d_attn); else null.")
+    general_w: Stack | None = Field(None, description="variant general: dW_s = Σ qᵀ·dS·k per head (h x d_keys x "
+                                    "d_keys); else null.")
 
 
 class BackwardCheck(BaseModel):
@@ -210,11 +244,12 @@ class ToyBackwardResponse(BaseModel):
     forward: ToyResponse = Field(description="The /api/v1/toy answer of the same request.")
     gradients: ToyGradients
     check: BackwardCheck = Field(description="attnscope's backward against torch.autograd on the same forward.")
-    flow: Literal["softmax", "none", "straight_through", "linear"] = Field(
+    flow: Literal["softmax", "none", "straight_through", "linear", "probsparse"] = Field(
         description="How the scores get their gradient: `softmax` (through the weights' softmax or Gumbel-"
         "softmax), `none` (hard, sample: one-hot weights do not depend on the scores; scores, q, k, W_q, W_k, "
         "b_q, b_k get zeros), `straight_through` (gumbel: one-hot forward, the soft weights' gradient backward), "
-        "`linear` (through each row's division by its sum, then φ'(q), φ'(k)).")
+        "`linear` (through each row's division by its sum, then φ'(q), φ'(k)), `probsparse` (the softmax's "
+        "gradient on the active rows only; the lazy rows' scores get zeros).")
     note: str = Field(description="The same in one English sentence.")
     upstream: Matrix = Field(description="The upstream gradient used (L x d_model).")
     upstream_default: bool = Field(description="Whether upstream is the default, all ones.")

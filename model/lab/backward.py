@@ -19,15 +19,18 @@ keys are all hidden has zero weights and zero gradients, never NaN. The mask its
 (causal, hidden keys, ALiBi's bias): nothing flows into it.
 
 Variants (model/lab/variants.py), recognised from the layer's `score`, `weigh` and `rotate`:
-  scoring   `attention_scores` (dot product), an AdditiveScore (backward through the tanh into
-            its w_q, w_k, v and into q, k) or `kernel_scores` (linear attention's φ(q)·φ(k)ᵀ: dq =
+  scoring   `attention_scores` (dot product), a GeneralScore (q W_s kᵀ: dq = dS·K·W_sᵀ, dk = dSᵀ·Q·W_s,
+            dW_s = Σ Qᵀ·dS·K), `cosine_scores` (through x̂ = x/|x|: dx = (dx̂ − x̂(x̂·dx̂))/|x|), any of them
+            inside a Destationary (scores · τ + δ: the inner scores get dS · τ), an AdditiveScore (backward
+            through the tanh into its w_q, w_k, v and into q, k) or `kernel_scores` (linear attention's φ(q)·φ(k)ᵀ: dq =
             (dS·φ(k)) ⊙ φ'(q), φ'(x) = 1 for x > 0 and eˣ otherwise; dk likewise);
   weighting `softmax_rows` (the formula above); `hard_weights` and `sample_weights` (one-hot rows
             that do not depend on the scores: the scores receive no gradient, zeros);
             `gumbel_weights` (the formula above with the Gumbel-softmax weights; with
             straight_through the forward uses the one-hot rows and the backward the soft weights);
             `linear_weights` (A = Z / rowsum(Z) over the visible keys: dZ = (dA − rowsum(dA ⊙ A)) / rowsum(Z),
-            0 where hidden);
+            0 where hidden); `probsparse_weights` (the softmax formula on the active rows; the lazy rows'
+            weights are constants, so their scores get zero);
   rotation  None or `positions.rope`: the rotation is linear and orthogonal, so the gradient of
             the un-rotated q is the gradient of the rotated q turned back by −θ.
 """
@@ -40,13 +43,13 @@ from typing import Any
 
 import torch
 
-from model.lab import variants
+from model.lab import probsparse, variants
 from model.nets import positions as pos
 from model.nets.attention import MultiHeadAttention, attention_scores, merge_heads, softmax_rows, split_heads
 
 Tensor = torch.Tensor
 
-WEIGHINGS = ("softmax", "gumbel", "linear", "none")  # how the weights pass a gradient to the scores
+WEIGHINGS = ("softmax", "gumbel", "linear", "probsparse", "none")  # how the weights pass a gradient to the scores
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,8 @@ def _weighing(weigh: Any) -> tuple[str, dict[str, Any]]:
         return "gumbel", keywords
     if func is variants.linear_weights:
         return "linear", keywords
+    if func is probsparse.probsparse_weights:
+        return "probsparse", keywords
     if func in (variants.hard_weights, variants.sample_weights):
         return "none", keywords
     raise ValueError(f"no backward for the weighting {weigh!r}; use a weighting of model/lab/variants.py")
@@ -101,11 +106,17 @@ def scores_get_gradient(layer: MultiHeadAttention) -> bool:
     return _weighing(layer.weigh)[0] != "none"
 
 
+def _inner_score(score: Any) -> Any:
+    """The scoring inside a de-stationary wrapper (scores · τ + δ), or the scoring itself."""
+    return score.inner if isinstance(score, variants.Destationary) else score
+
+
 def _check_score(layer: MultiHeadAttention) -> None:
-    if layer.score not in (attention_scores, variants.kernel_scores) and not isinstance(layer.score,
-                                                                                       variants.AdditiveScore):
-        raise ValueError(f"no backward for the scoring {layer.score!r}; use attention_scores, kernel_scores or "
-                         "AdditiveScore")
+    score = _inner_score(layer.score)
+    if score not in (attention_scores, variants.kernel_scores, variants.cosine_scores) and not isinstance(
+            score, (variants.AdditiveScore, variants.GeneralScore)):
+        raise ValueError(f"no backward for the scoring {layer.score!r}; use attention_scores, kernel_scores, "
+                         "cosine_scores, AdditiveScore or GeneralScore (optionally in Destationary)")
     if layer.rotate is not None and layer.rotate is not pos.rope:
         raise ValueError(f"no backward for the rotation {layer.rotate!r}; use positions.rope or none")
 
@@ -145,12 +156,15 @@ def attention_forward(layer: MultiHeadAttention, x: Tensor, keys: Tensor | None 
     soft: Tensor | None = weights
     if weighing == "none":
         soft = None
+    elif weighing == "probsparse":  # the lazy rows' weights are constants: only the active rows pass a gradient
+        soft = weights * keywords["active"][..., None].to(weights.dtype)  # (B, H, T, S), lazy rows zero
     elif straight_through:
         soft = variants.gumbel_softmax(masked, mask is not None, seed=keywords.get("seed", 0),
                                        temperature=keywords.get("temperature", 1.0))  # (B, H, T, S)
     ctx = merge_heads(weights @ v)  # (B, T, H*Dv)
     out = layer.output(ctx)  # (B, T, D)
-    hidden = _additive_hidden(layer.score, q, k) if isinstance(layer.score, variants.AdditiveScore) else None
+    inner = _inner_score(layer.score)
+    hidden = _additive_hidden(inner, q, k) if isinstance(inner, variants.AdditiveScore) else None
     row_sums = None
     if weighing == "linear":
         row_sums = masked.masked_fill(torch.isneginf(masked), 0.0).sum(dim=-1, keepdim=True)  # (B, H, T, 1)
@@ -174,6 +188,14 @@ def rope_transpose(g: Tensor) -> Tensor:
 def _feature_slope(x: Tensor) -> Tensor:
     """φ'(x) for φ(x) = elu(x) + 1: 1 where x > 0, eˣ elsewhere."""
     return torch.where(x > 0, torch.ones_like(x), torch.exp(x))
+
+
+def _unit_backward(x: Tensor, unit: Tensor, d_unit: Tensor) -> Tensor:
+    """The gradient of x from that of x̂ = x / max(|x|, ε): (dx̂ − x̂ (x̂·dx̂)) / |x| where |x| > ε, dx̂ / ε elsewhere."""
+    norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)  # (..., 1)
+    along = (unit * d_unit).sum(dim=-1, keepdim=True)  # (..., 1)
+    return torch.where(norm > variants.COSINE_EPS, (d_unit - unit * along) / norm.clamp_min(variants.COSINE_EPS),
+                       d_unit / variants.COSINE_EPS)
 
 
 def softmax_backward(weights: Tensor, upstream: Tensor) -> Tensor:
@@ -225,14 +247,25 @@ def attention_backward(layer: MultiHeadAttention, cache: AttentionCache, upstrea
         d_masked = softmax_backward(cache.soft, d_weights)  # (B, H, T, S)
     d_scores = d_masked * cache.scale  # (B, H, T, S)
     grads["scores"] = d_scores
-    if layer.score is variants.kernel_scores:  # S = φ(q)·φ(k)ᵀ
+    score = layer.score
+    if isinstance(score, variants.Destationary):  # the step's scores are inner · τ + δ: δ is a constant
+        d_scores, score = d_scores * score.tau, score.inner  # (B, H, T, S)
+    if isinstance(score, variants.GeneralScore):  # S = q W_s kᵀ
+        qw = torch.einsum("bhtd,hde->bhte", cache.q, score.w)  # (B, H, T, Dk)
+        grads["general_w"] = torch.einsum("bhtd,bhts,bhse->hde", cache.q, d_scores, cache.k)  # (H, Dk, Dk)
+        d_q = torch.einsum("bhts,bhse,hde->bhtd", d_scores, cache.k, score.w)  # (B, H, T, Dk): dS·K·W_sᵀ
+        d_k = d_scores.transpose(-2, -1) @ qw  # (B, H, S, Dk): dSᵀ·(Q W_s)
+    elif score is variants.cosine_scores:  # S = q̂·k̂ᵀ, x̂ = x / max(|x|, ε)
+        q_hat, k_hat = variants.unit_rows(cache.q), variants.unit_rows(cache.k)
+        d_q = _unit_backward(cache.q, q_hat, d_scores @ k_hat)  # (B, H, T, Dk)
+        d_k = _unit_backward(cache.k, k_hat, d_scores.transpose(-2, -1) @ q_hat)  # (B, H, S, Dk)
+    elif score is variants.kernel_scores:  # S = φ(q)·φ(k)ᵀ
         d_q = (d_scores @ variants.feature_map(cache.k)) * _feature_slope(cache.q)  # (B, H, T, Dk)
         d_k = (d_scores.transpose(-2, -1) @ variants.feature_map(cache.q)) * _feature_slope(cache.k)  # (B, H, S, Dk)
     elif cache.hidden is None:
         d_q = d_scores @ cache.k  # (B, H, T, Dk): dS·K
         d_k = d_scores.transpose(-2, -1) @ cache.q  # (B, H, S, Dk): dSᵀ·Q
     else:
-        score = layer.score
         assert isinstance(score, variants.AdditiveScore)
         h = cache.hidden  # (B, H, T, S, A)
         grads["additive_v"] = torch.einsum("bhts,bhtsa->ha", d_scores, h)  # (H, A)

@@ -13,15 +13,25 @@ parameters (d_attn = d_keys) are drawn the same way, streams w_q 5, w_k 6, v 7.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import torch
 
 from model.errors import Ctx, ToyShapeError
-from model.lab import variants
+from model.lab import probsparse, variants
+from model.lab.toy_options import (  # noqa: F401 (ADDITIVE_STREAMS: the toy's documented streams)
+    ADDITIVE_STREAMS,
+    GENERAL_STREAM,
+    MAX_SIDE,
+    POSITIONS,
+    additive_parameters,
+    check_settings,
+    scoring_options,
+    seeded,
+)
 from model.nets import positions as pos
 from model.nets.attention import MultiHeadAttention, causal_mask
 from model.trace import Trace, select
@@ -30,12 +40,9 @@ WORKED_QUERIES = [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]]
 WORKED_VALUES = [[10, 11, 20, 21], [12, 13, 22, 23], [14, 15, 24, 25], [16, 17, 26, 27]]
 WORKED_N_HEADS = 2
 
-MAX_SIDE = 64  # rows and columns of any toy matrix
 MAX_ABS = 1e6  # largest magnitude of a toy number (keeps every step finite)
 WEIGHT_NAMES = ("q", "k", "v", "o")
 WEIGHT_STREAMS = {"q": 1, "k": 2, "v": 3, "o": 4}
-ADDITIVE_STREAMS = {"w_q": 5, "w_k": 6, "v": 7}
-POSITIONS = ("none", "sinusoidal", "rope", "alibi")
 
 Matrix = Sequence[Sequence[float]]
 
@@ -69,14 +76,6 @@ def checked_matrix(loc: tuple[str, ...], rows: Matrix) -> torch.Tensor:
             i, j = (int(x) for x in bad.nonzero()[0])
             raise ToyShapeError(rule, (*loc, str(i), str(j)), f"{name} holds {problem} (row {i}, column {j})", **ctx)
     return t
-
-
-def seeded(shape: tuple[int, ...], seed: int, stream: int) -> torch.Tensor:
-    """A default parameter: N(0, 1) / sqrt(shape[-2] or 1) rounded to 2 decimals, from seed + stream."""
-    generator = torch.Generator().manual_seed(seed + stream)
-    fan_in = shape[-2] if len(shape) > 1 else shape[-1]
-    w = torch.randn(shape, generator=generator, dtype=torch.float64) / math.sqrt(fan_in)
-    return torch.round(w, decimals=2)
 
 
 def _widths(d_model: int, n_heads: int, d_keys: int | None, d_values: int | None) -> tuple[int, int]:
@@ -133,76 +132,6 @@ def toy_layer(d_model: int, n_heads: int, weights: Mapping[str, Matrix] | None =
     return layer.eval()
 
 
-def _shape(t: torch.Tensor | None) -> str:
-    return "ragged" if t is None else "x".join(str(n) for n in t.shape) or "scalar"
-
-
-def additive_parameters(given: Mapping[str, object] | None, n_heads: int, d_keys: int,
-                        seed: int) -> variants.AdditiveScore:
-    """The additive (Bahdanau) parameters: the ones given (all three) or seeded ones with d_attn = d_keys."""
-    if not given:
-        return variants.AdditiveScore(
-            w_q=seeded((n_heads, d_keys, d_keys), seed, ADDITIVE_STREAMS["w_q"]),
-            w_k=seeded((n_heads, d_keys, d_keys), seed, ADDITIVE_STREAMS["w_k"]),
-            v=seeded((n_heads, d_keys), seed, ADDITIVE_STREAMS["v"]),
-        )
-    tensors: dict[str, torch.Tensor | None] = {}
-    for name in ADDITIVE_STREAMS:
-        try:
-            tensors[name] = torch.tensor(given[name], dtype=torch.float64) if name in given else None
-        except (ValueError, TypeError):
-            tensors[name] = None
-    w_q = tensors["w_q"]
-    d_attn = int(w_q.shape[-1]) if w_q is not None and w_q.dim() == 3 else d_keys
-    if n_heads * d_attn > MAX_SIDE:  # the scorer's tanh layer is (H, T, S, d_attn): bounded like the heads' widths
-        raise ToyShapeError("toy_additive_width", ("additive", "w_q"),
-                            f"additive.w_q is {d_attn} wide (d_attn) with {n_heads} heads, {n_heads * d_attn} in all; "
-                            f"send d_attn from 1 to {MAX_SIDE // n_heads}", width=n_heads * d_attn, n_heads=n_heads,
-                            max=MAX_SIDE)
-    want = {"w_q": (n_heads, d_keys, d_attn), "w_k": (n_heads, d_keys, d_attn), "v": (n_heads, d_attn)}
-    for name, shape in want.items():
-        t = tensors[name]
-        if t is None or tuple(t.shape) != shape or (t.numel() and not torch.isfinite(t).all()):
-            have = "missing" if name not in given else _shape(t)
-            need = "x".join(str(n) for n in shape)
-            raise ToyShapeError("toy_additive_shape", ("additive", name),
-                                f"additive.{name} is {have}; with n_heads {n_heads} and d_keys {d_keys} it must be "
-                                f"{need} of finite numbers (d_attn {d_attn} from w_q)", shape=have, want=need)
-    return variants.AdditiveScore(w_q=tensors["w_q"], w_k=tensors["w_k"], v=tensors["v"])  # type: ignore[arg-type]
-
-
-def _check_settings(variant: str, positions: str, temperature: float, seed: int, straight_through: bool,
-                    additive: Mapping[str, object] | None) -> None:
-    """The settings' own rules (the web schema states most of them too)."""
-    if variant not in variants.VARIANTS:
-        raise ToyShapeError("toy_variant", ("variant",),
-                            f"unknown variant {variant!r}; use one of {', '.join(variants.VARIANTS)}", variant=variant)
-    if positions not in POSITIONS:
-        raise ToyShapeError("toy_positions", ("positions",),
-                            f"unknown positions {positions!r}; use one of {', '.join(POSITIONS)}", positions=positions)
-    if not (math.isfinite(temperature) and temperature >= variants.MIN_TEMPERATURE):
-        raise ToyShapeError("toy_temperature", ("temperature",),
-                            f"temperature {temperature} is below {variants.MIN_TEMPERATURE:g}; send a number from "
-                            f"{variants.MIN_TEMPERATURE:g} up (1 leaves the scores as they are, below 1 sharpens the "
-                            "rows, above 1 flattens them)", temperature=temperature, min=variants.MIN_TEMPERATURE)
-    if not 0 <= seed <= variants.MAX_SEED:
-        raise ToyShapeError("toy_seed_range", ("seed",),
-                            f"seed {seed} is out of range; send a seed from 0 to {variants.MAX_SEED}",
-                            seed=seed, max=variants.MAX_SEED)
-    if variant == "linear" and positions == "alibi":
-        raise ToyShapeError("toy_linear_alibi", ("positions",),
-                            "linear attention divides kernel scores φ(q)·φ(k) > 0 by their sum, and ALiBi's bias "
-                            "would make them negative; pick other positions or another variant")
-    if straight_through and variant != "gumbel":
-        raise ToyShapeError("toy_straight_through", ("straight_through",),
-                            f"straight_through is for the gumbel variant, not {variant}; send variant gumbel or "
-                            "remove straight_through", variant=variant)
-    if additive and variant != "additive":
-        raise ToyShapeError("toy_additive_variant", ("additive",),
-                            f"additive parameters sent with variant {variant}; send variant additive or remove "
-                            "additive", variant=variant)
-
-
 def _mask(t: int, s: int, n_heads: int, causal: bool, hidden_keys: Sequence[int],
           positions: str) -> torch.Tensor | None:
     """The additive mask (T, S), or (H, T, S) with ALiBi's bias: −inf where hidden, −m_h·|i−j| for ALiBi."""
@@ -248,6 +177,10 @@ class ToySetup:
     straight_through: bool
     positions: str
     hidden_keys: tuple[int, ...]
+    sparse: probsparse.ProbSparseChoice | None = None  # variant probsparse: its sample, measure and choice
+    general: variants.GeneralScore | None = None  # variant general: Luong's W_s (H, Dk, Dk)
+    tau: float = 1.0  # the de-stationary factors: scores · τ + δ
+    delta: torch.Tensor | None = None  # (S,)
 
 
 def prepare_toy(
@@ -267,12 +200,19 @@ def prepare_toy(
     additive: Mapping[str, object] | None = None,
     positions: str = "none",
     hidden_keys: Sequence[int] = (),
+    factor: int | None = None,
+    scale: float | None = None,
+    tau: float = 1.0,
+    delta: float | Sequence[float] = 0.0,
 ) -> ToySetup:
     """Check a toy request and build its layer, inputs and mask (run_toy's arguments).
 
     Raises ToyShapeError (a ValueError) naming the rule (model/errors.py TOY_RULES), the field and the problem.
     """
-    _check_settings(variant, positions, temperature, seed, straight_through, additive)
+    check_settings(variant, positions, temperature, seed, straight_through, additive)
+    if factor is not None and variant != "probsparse":
+        raise ToyShapeError("toy_factor_variant", ("factor",), f"factor sent with variant {variant}; send variant "
+                            "probsparse or remove factor", variant=variant)
     keys_sent, values_sent = keys is not None, values is not None
     if queries is None and keys is None and values is None:
         queries, values = WORKED_QUERIES, WORKED_VALUES
@@ -318,14 +258,24 @@ def prepare_toy(
                                 "other positions", d_keys=layer.d_keys)
         layer.rotate = pos.rope
     adder = additive_parameters(additive, n_heads, layer.d_keys, seed) if variant == "additive" else None
-    layer.score, factor = variants.scoring(variant, layer.d_keys, adder)
-    layer.scale = factor / temperature
+    general = variants.GeneralScore(seeded((n_heads, layer.d_keys, layer.d_keys), seed, GENERAL_STREAM)) if (
+        variant == "general") else None
+    shift = scoring_options(variant, x_k.shape[0], scale, tau, delta)  # (S,)
+    score, score_factor = variants.scoring(variant, layer.d_keys, adder, general, scale)
+    layer.score = score if tau == 1.0 and not shift.any() else variants.Destationary(score, tau, shift)
+    layer.scale = score_factor / temperature
     layer.weigh = variants.weighting(variant, seed, temperature, straight_through)
     mask = _mask(x_q.shape[0], x_k.shape[0], n_heads, causal, hidden_keys, positions)  # (T, S) or (H, T, S)
+    sparse = None
+    if variant == "probsparse":  # the active queries are chosen once, from q and k, and weigh as a constant
+        c = probsparse.DEFAULT_FACTOR if factor is None else factor
+        probsparse.check(x_q.shape[0], x_k.shape[0], causal, tuple(hidden_keys), c)
+        sparse = probsparse.choose(layer, x_q, x_k, causal, c, seed)
+        layer.weigh = partial(probsparse.probsparse_weights, active=sparse.active_rows, lazy=sparse.lazy)
     return ToySetup(layer=layer, sent=sent, x_q=x_q, x_k=x_k, x_v=x_v, table=table, mask=mask, adder=adder,
                     keys_sent=keys_sent, values_sent=values_sent, variant=variant, temperature=temperature,
                     seed=seed, straight_through=straight_through, positions=positions,
-                    hidden_keys=tuple(hidden_keys))
+                    hidden_keys=tuple(hidden_keys), sparse=sparse, general=general, tau=tau, delta=shift)
 
 
 def trace_toy(setup: ToySetup) -> dict[str, Any]:
@@ -334,7 +284,7 @@ def trace_toy(setup: ToySetup) -> dict[str, Any]:
     x_q, x_k, x_v = setup.x_q, setup.x_k, setup.x_v
     trace = Trace(layers=[0])
     with torch.no_grad():
-        layer(x_q[None], keys=x_k[None], values=x_v[None], mask=mask, record=trace.recorder(0))
+        out = layer(x_q[None], keys=x_k[None], values=x_v[None], mask=mask, record=trace.recorder(0))[0]  # (T, D)
     steps = {**select(trace[0]), "input": {"q": x_q, "k": x_k, "v": x_v}}
     split = cast(dict[str, torch.Tensor], steps["split"])  # the toy shows q and k after RoPE's rotation
     steps["split"] = {name: split[name] for name in ("q", "k", "v")}
@@ -346,7 +296,14 @@ def trace_toy(setup: ToySetup) -> dict[str, Any]:
         "d_values": layer.d_values, "scale": layer.scale, "variant": variant, "temperature": temperature,
         "seed": seed, "straight_through": setup.straight_through, "positions": setup.positions,
         "hidden_keys": list(setup.hidden_keys), "weights": used, "steps": steps, "soft": None, "additive": None,
+        "factor": None, "probsparse": None, "general_w": None if setup.general is None else setup.general.w,
+        "tau": setup.tau, "delta": setup.delta,
     }
+    sparse = setup.sparse
+    if sparse is not None:
+        result["factor"] = sparse.factor
+        result["probsparse"] = {"sampled_keys": sparse.sampled_keys, "measure": sparse.measure, "active": sparse.active,
+                                "output_difference": probsparse.output_difference(layer, out, x_q, x_k, x_v, mask)}
     adder = setup.adder
     if adder is not None:
         result["additive"] = {"w_q": adder.w_q, "w_k": adder.w_k, "v": adder.v}
@@ -372,7 +329,7 @@ def run_toy(
     the sinusoidal table with positions="sinusoidal"). The `scale` step is the
     scores times scale / temperature, and the answer's `scale` is that factor.
     Options (keyword only): variant, temperature, seed, straight_through, d_keys, d_values, additive,
-    positions, hidden_keys (prepare_toy).
+    positions, hidden_keys, factor, scale (cosine), tau, delta (prepare_toy).
     Raises ToyShapeError (a ValueError) naming the rule (model/errors.py TOY_RULES), the field and the problem.
     """
     return trace_toy(prepare_toy(queries, keys, values, n_heads, weights, causal, **options))

@@ -27,6 +27,10 @@ NOTES = {
             "b_q and b_k receive no gradient (zeros); only the values' path carries one.",
     "straight_through": "Straight-through: the forward used the one-hot rows, the backward passes the "
                         "Gumbel-softmax weights' gradient to the scores.",
+    "probsparse": "ProbSparse: only the active queries' rows went through a softmax, so only their scores get "
+                  "the gradient dZ = A ⊙ (dA − rowsum(dA ⊙ A)), dS = dZ × scale; the lazy rows' weights are "
+                  "constants (1/S, or 1 up to the row under a causal mask), so their scores get zero, while the "
+                  "values still get Aᵀ·dctx from every row.",
     "linear": "Linear attention: each row was divided by its sum, so dZ = (dA − rowsum(dA ⊙ A)) / rowsum(Z), "
               "dS = dZ × scale, and q and k get it through φ'(x) (1 for x > 0, eˣ otherwise).",
 }
@@ -35,7 +39,7 @@ NOTES = {
 def _flow(setup: ToySetup) -> str:
     if variants.is_hard(setup.variant, setup.straight_through):
         return "straight_through" if setup.straight_through else "none"
-    return "linear" if setup.variant == "linear" else "softmax"
+    return setup.variant if setup.variant in ("linear", "probsparse") else "softmax"
 
 
 def _upstream(setup: ToySetup, upstream: Sequence[Sequence[float]] | None) -> Tensor:
@@ -84,11 +88,18 @@ def autograd_gradients(setup: ToySetup, upstream: Tensor) -> dict[str, Tensor | 
     x_q, x_k, x_v = leaves if setup.table is None else (  # the sinusoidal table is added inside the graph
         leaf + p for leaf, p in zip(leaves, setup.table, strict=True))
     extra: dict[str, Tensor] = {}
+    score = layer.score
     if setup.adder is not None:
         extra = {f"additive_{n}": getattr(setup.adder, n).detach().clone().requires_grad_(True)
                  for n in ("w_q", "w_k", "v")}
-        layer.score = variants.AdditiveScore(w_q=extra["additive_w_q"], w_k=extra["additive_w_k"],
-                                             v=extra["additive_v"])
+        score = variants.AdditiveScore(w_q=extra["additive_w_q"], w_k=extra["additive_w_k"], v=extra["additive_v"])
+    if setup.general is not None:
+        extra = {"general_w": setup.general.w.detach().clone().requires_grad_(True)}
+        score = variants.GeneralScore(extra["general_w"])
+    if extra:  # the scorer's own parameters as leaves, inside the de-stationary factors when there are any
+        wrapped = layer.score
+        layer.score = variants.Destationary(score, wrapped.tau, wrapped.delta) if isinstance(
+            wrapped, variants.Destationary) else score
     if setup.straight_through:
         layer.weigh = _straight_through(setup.seed, setup.temperature)
     keep = _KeepGraph()

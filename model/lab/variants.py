@@ -1,8 +1,10 @@
 """Scoring and weighting variants of attention, plugged into MultiHeadAttention's steps.
 
 Scoring (the `scores` step, then the `scale` step): `scaled_dot` (q·kᵀ, scale 1/√d_keys), `dot`
-(Luong: q·kᵀ, scale 1), `additive` (Bahdanau: vᵀ tanh(q W + k U) per head, scale 1) and `linear`
-(Katharopoulos et al. 2020: the kernel φ(q)·φ(k), φ(x) = elu(x) + 1 > 0, scale 1).
+(Luong: q·kᵀ, scale 1), `general` (Luong: q W_s kᵀ per head, scale 1), `cosine` (q·k / (|q||k|), scale √d_keys
+or the one given), `additive` (Bahdanau: vᵀ tanh(q W + k U) per head, scale 1) and `linear`
+(Katharopoulos et al. 2020: the kernel φ(q)·φ(k), φ(x) = elu(x) + 1 > 0, scale 1). `Destationary` wraps any
+of them with τ and δ (scores · τ + δ). `probsparse` scores as `scaled_dot` (model/lab/probsparse.py).
 Weighting (the `softmax` step, which holds the weights actually used): `softmax`; `hard` (one-hot
 argmax of each row of the masked scores, ties to the lowest index); `sample` (one-hot drawn from
 the softmax row); `gumbel` (softmax of the masked scores plus Gumbel noise over τ) and its
@@ -31,8 +33,9 @@ import torch
 
 from model.nets.attention import Score, Weigh, attention_scores, softmax_rows
 
-SCORINGS = ("scaled_dot", "dot", "additive", "linear")
-VARIANTS = ("scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear")
+SCORINGS = ("scaled_dot", "dot", "additive", "linear", "general", "cosine")
+VARIANTS = ("scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear", "probsparse", "general", "cosine")
+COSINE_EPS = 1e-12  # |q| and |k| are clamped to at least this before dividing (torch.nn.functional.normalize's)
 HARD_VARIANTS = ("hard", "sample")  # and gumbel with straight_through
 NOISE_STREAM = 0  # the generator of sample's and gumbel's draws is seeded with seed + NOISE_STREAM
 MAX_SEED = 2**32 - 1
@@ -128,8 +131,50 @@ class AdditiveScore:
         return torch.einsum("bhtsa,ha->bhts", hidden, self.v)  # (B, H, T, S)
 
 
-def scoring(variant: str, d_keys: int, additive: AdditiveScore | None = None) -> tuple[Score, float]:
+@dataclass(frozen=True)
+class GeneralScore:
+    """Luong's "general" score per head: scores[h, i, j] = q_i W_s[h] k_jᵀ, a bilinear form with the scorer's
+    own W_s (H, Dk, Dk) between query and key (scale 1, as Luong et al. 2015)."""
+
+    w: torch.Tensor
+
+    def __call__(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        qw = torch.einsum("bhtd,hde->bhte", q, self.w)  # (B, H, T, Dk)
+        return qw @ k.transpose(-2, -1)  # (B, H, T, S)
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """x / max(|x|, COSINE_EPS) over the last axis (torch.nn.functional.normalize)."""
+    return torch.nn.functional.normalize(x, dim=-1, eps=COSINE_EPS)
+
+
+def cosine_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity q·k / (|q||k|) of every query with every key (B, H, T, S), each in [−1, 1]."""
+    return unit_rows(q) @ unit_rows(k).transpose(-2, -1)
+
+
+@dataclass(frozen=True)
+class Destationary:
+    """Non-stationary Transformers' de-stationary factors on a scoring: scores · τ + δ, δ per key (S,) or
+    one number for every key, before the scale, the mask and the weighting (as their DSAttention does)."""
+
+    inner: Score
+    tau: float
+    delta: torch.Tensor  # (S,) or ()
+
+    def __call__(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return self.inner(q, k) * self.tau + self.delta.to(q.dtype)  # (B, H, T, S)
+
+
+def scoring(variant: str, d_keys: int, additive: AdditiveScore | None = None, general: GeneralScore | None = None,
+            cosine_scale: float | None = None) -> tuple[Score, float]:
     """The scoring function of a variant and its scale factor before the temperature."""
+    if variant == "general":
+        if general is None:
+            raise ValueError("the general variant needs its W_s (GeneralScore)")
+        return general, 1.0
+    if variant == "cosine":
+        return cosine_scores, math.sqrt(d_keys) if cosine_scale is None else cosine_scale
     if variant == "additive":
         if additive is None:
             raise ValueError("the additive variant needs its parameters (AdditiveScore)")

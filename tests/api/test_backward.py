@@ -18,6 +18,11 @@ CASES = [
     {"variant": "gumbel", "straight_through": True, "positions": "rope", "seed": 3, "temperature": 0.7},
     {"variant": "dot", "positions": "sinusoidal", "hidden_keys": [2]},
     {"variant": "sample", "positions": "alibi", "seed": 11},
+    {"variant": "probsparse", "factor": 1, "causal": True, "positions": "rope"},
+    {"variant": "probsparse", "factor": 1, "seed": 5, "temperature": 0.5, "upstream": [[1, -2, 0, 0.5]] * 4},
+    {"variant": "general", "seed": 2, "tau": 1.5, "delta": [0.5, -1, 0, 2], "causal": True},
+    {"variant": "cosine", "scale": 3, "positions": "rope", "tau": 0.5, "delta": 1},
+    {"variant": "cosine", "queries": [[0, 0, 1, 1], [1, 2, 0, 0], [0, 0, 0, 0]], "hidden_keys": [1]},
 ]
 
 
@@ -73,7 +78,8 @@ def test_shapes_and_self_attention_input(client):
 
 @pytest.mark.parametrize("body, flow", [({}, "softmax"), ({"variant": "hard"}, "none"), ({"variant": "sample"}, "none"),
                                         ({"variant": "gumbel"}, "softmax"),
-                                        ({"variant": "gumbel", "straight_through": True}, "straight_through")])
+                                        ({"variant": "gumbel", "straight_through": True}, "straight_through"),
+                                        ({"variant": "probsparse", "factor": 1}, "probsparse")])
 def test_flow_says_how_the_scores_get_their_gradient(client, body, flow):
     answer = client.post(URL, json=body).json()
     assert answer["flow"] == flow

@@ -263,8 +263,23 @@ HTTP_CASES = [
     ({"queries": Q4, "seed": 2**32}, ["body", "seed"], "less_than_equal", {"le": 2**32 - 1}),
     ({"queries": Q4, "hidden_keys": [-1]}, ["body", "hidden_keys", "0"], "toy_hidden_key", {"key": -1, "keys": 3}),
     ({"queries": Q4, "variant": "luong"}, ["body", "variant"], "literal_error",
-     {"expected": "'scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel' or 'linear'"}),
+     {"expected": "'scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel', 'linear', 'probsparse', 'general' "
+                  "or 'cosine'"}),
     ({"queries": Q4, "variant": "linear", "positions": "alibi"}, ["body", "positions"], "toy_linear_alibi", {}),
+    ({"variant": "probsparse", "factor": 0}, ["body", "factor"], "greater_than_equal", {"ge": 1}),
+    ({"scale": 2}, ["body", "scale"], "toy_scale_variant", {"variant": "scaled_dot"}),
+    ({"variant": "cosine", "scale": 0}, ["body", "scale"], "greater_than", {"gt": 0.0}),
+    ({"tau": 0}, ["body", "tau"], "greater_than", {"gt": 0.0}),
+    ({"tau": 1e-9}, ["body", "tau"], "toy_tau_range", {"tau": 1e-9, "min": 1e-6, "max": 1e6}),
+    ({"delta": [1, 2]}, ["body", "delta"], "toy_delta_length", {"count": 2, "keys": 4}),
+    ({"variant": "linear", "delta": [0, -1, 0, 0]}, ["body", "delta"], "toy_linear_delta", {}),
+    ({"variant": "probsparse", "factor": 65}, ["body", "factor"], "less_than_equal", {"le": 64}),
+    ({"factor": 2}, ["body", "factor"], "toy_factor_variant", {"variant": "scaled_dot"}),
+    ({"variant": "probsparse", "queries": [[1, 2]]}, ["body", "queries"], "toy_probsparse_short",
+     {"queries": 1, "keys": 1}),
+    ({"variant": "probsparse", "hidden_keys": [1]}, ["body", "hidden_keys"], "toy_probsparse_hidden", {}),
+    ({"variant": "probsparse", "causal": True, "queries": Q4, "keys": Q4[:2]}, ["body", "keys"],
+     "toy_probsparse_causal", {"queries": 3, "keys": 2}),
     ({"queries": Q4, "positions": "learned"}, ["body", "positions"], "literal_error",
      {"expected": "'none', 'sinusoidal', 'rope' or 'alibi'"}),
 ]
@@ -321,6 +336,9 @@ MODEL_LEVEL = [
     (dict(positions="learned"), ("positions",), "toy_positions", {"positions": "learned"}),
     (dict(temperature=0.0), ("temperature",), "toy_temperature", {"temperature": 0.0, "min": 1e-6}),
     (dict(seed=-3), ("seed",), "toy_seed_range", {"seed": -3, "max": 2**32 - 1}),
+    (dict(variant="probsparse", factor=0), ("factor",), "toy_factor_range", {"factor": 0, "max": 64}),
+    (dict(variant="cosine", scale=-1.0), ("scale",), "toy_scale_range", {"scale": -1.0, "max": 1e6}),
+    (dict(delta=[0.0, float("nan"), 0.0, 0.0]), ("delta", "1"), "toy_delta_number", {"max": 1e6}),
     (dict(variant="additive", additive={"w_q": [[[1.0, 2.0], [3.0]]], "w_k": [], "v": []}), ("additive", "w_q"),
      "toy_additive_shape", {"shape": "ragged", "want": "2x2x2"}),
 ]
@@ -397,10 +415,12 @@ def test_toy_answer_echoes_the_settings_and_the_defaults_are_the_worked_example(
     assert body["weights"] == {n: np.eye(4).tolist() for n in "qkvo"}
 
 
-@pytest.mark.parametrize("variant", ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"])
+# probsparse refuses hidden keys (toy_probsparse_hidden); tests/api/test_probsparse_toy.py has it over HTTP
+@pytest.mark.parametrize("variant", ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear", "general",
+                                     "cosine"])
 def test_toy_variants_over_http(client, variant):
     body = toy(client, variant=variant, temperature=0.5, seed=4, hidden_keys=[2], causal=True).json()
-    factor = 1.0 if variant in ("dot", "additive", "linear") else 2 ** -0.5
+    factor = {"dot": 1.0, "additive": 1.0, "linear": 1.0, "general": 1.0, "cosine": 2 ** 0.5}.get(variant, 2 ** -0.5)
     assert body["scale"] == pytest.approx(factor / 0.5)
     np.testing.assert_allclose(body["steps"]["scale"], np.array(body["steps"]["scores"]) * body["scale"], atol=1e-12)
     weights = np.array(body["steps"]["softmax"])

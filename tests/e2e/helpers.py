@@ -79,6 +79,7 @@ NOTATION = {
     "LayerNorm", "MLP", "GRU",  # the labs: the networks' parts by their names
     "RMSNorm", "GELU", "SiLU", "W_gate", "BERT", "Llama", "Gemma",  # the block on /steps: functions, a weight, families
     "RNN",  # /sequence: the recurrent network, by the name the notes give it (RNN、卷积与注意力)
+    "ProbSparse", "Informer",  # /toy: Informer's ProbSparse attention, by the names its paper gives them
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside

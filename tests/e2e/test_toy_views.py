@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from .helpers import english_left, switch_to_chinese
 
-VARIANTS = ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"]
+VARIANTS = ["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear", "probsparse", "general", "cosine"]
 EXAMPLE = {
     "queries": [[1, 0, 2, 1], [0, 1, 1, 2], [1, 1, 0, 1], [2, 0, 1, 0]],
     "values": [[10, 11, 20, 21], [12, 13, 22, 23], [14, 15, 24, 25], [16, 17, 26, 27]],

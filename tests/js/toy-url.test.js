@@ -101,3 +101,19 @@ test('lists, flags, steps and indices are read strictly', () => {
   assert.deepEqual(odd.unreadable, ['causal', 'seed']);
   assert.deepEqual([odd.causal, odd.seed, odd.step, odd.head], [false, 0, 'input', 0]);
 });
+
+test('ProbSparse\'s factor, cosine\'s scale and the de-stationary τ, δ live in the URL and read back', () => {
+  const state = read('variant=probsparse&factor=2&tau=1.5&delta=0,1,-0.5,2');
+  assert.deepEqual([state.variant, state.factor, state.tau, state.delta], ['probsparse', 2, 1.5, [0, 1, -0.5, 2]]);
+  const params = writeState({ ...state, step: 'input' }, EXAMPLE);
+  assert.equal(params.toString(), 'variant=probsparse&factor=2&tau=1.5&delta=0,1,-0.5,2');
+  // the factor belongs to probsparse and the scale to cosine: another variant does not write them
+  assert.equal(writeState({ ...state, variant: 'dot', scale: 3, step: 'input' }, EXAMPLE).toString(),
+    'variant=dot&tau=1.5&delta=0,1,-0.5,2');
+  const cosine = read('variant=cosine&scale=3&delta=0.5');
+  assert.deepEqual([cosine.scale, cosine.delta], [3, 0.5]);
+  assert.equal(writeState({ ...cosine, step: 'input' }, EXAMPLE).toString(), 'variant=cosine&scale=3&delta=0.5');
+  const odd = read('factor=0&scale=-1&tau=x&delta=1,,2');
+  assert.deepEqual(odd.unreadable, ['scale', 'tau', 'delta']); // factor 0 reads as a whole number: the server refuses it
+  assert.deepEqual([odd.scale, odd.tau, odd.delta], [null, 1, 0]);
+});

@@ -194,8 +194,14 @@ def reference_gradients(request: dict, forward: dict, upstream: torch.Tensor, to
     add = {}
     if variant == "additive":
         add = {f"additive_{n}": t(forward["additive"][n]).requires_grad_(True) for n in ("w_q", "w_k", "v")}
+    if variant == "general":
+        add = {"general_w": torch.as_tensor(forward["general_w"], dtype=F64).detach().clone().requires_grad_(True)}
+    ds_tau, ds_delta = request.get("tau", 1.0), request.get("delta", 0.0)  # the de-stationary factors
+    ds_delta = t(ds_delta) if isinstance(ds_delta, list) else ds_delta
     q_all, k_all, v_all = xq @ p["w_q"] + p["b_q"], xk @ p["w_k"] + p["b_k"], xv @ p["w_v"] + p["b_v"]
-    scale = (1.0 if variant in ("dot", "additive", "linear") else 1 / math.sqrt(dk)) / tau
+    scale = (1.0 if variant in ("dot", "additive", "linear", "general") else 1 / math.sqrt(dk)) / tau
+    if variant == "cosine":
+        scale = request.get("scale", math.sqrt(dk)) / tau
     kept: dict[str, list[torch.Tensor]] = {n: [] for n in ("q", "k", "v", "scores", "softmax", "weighted_sum")}
     ctxs = []
     for h in range(h_count):
@@ -210,8 +216,13 @@ def reference_gradients(request: dict, forward: dict, upstream: torch.Tensor, to
             s = hid @ add["additive_v"][h]
         elif variant == "linear":  # Katharopoulos et al.'s φ(x) = elu(x) + 1
             s = (torch.nn.functional.elu(qh) + 1) @ (torch.nn.functional.elu(kh) + 1).T
+        elif variant == "general":  # Luong: q W_s kᵀ
+            s = qh @ add["general_w"][h] @ kh.T
+        elif variant == "cosine":
+            s = torch.nn.functional.normalize(qh, dim=-1) @ torch.nn.functional.normalize(kh, dim=-1).T
         else:
             s = qh @ kh.T
+        s = s * ds_tau + ds_delta  # Non-stationary Transformers: scores · τ + δ (the scores step shows these)
         s.retain_grad()
         kept["scores"].append(s)
         z = s * scale
@@ -230,6 +241,10 @@ def reference_gradients(request: dict, forward: dict, upstream: torch.Tensor, to
             a = one_hot + soft - soft.detach() if request.get("straight_through") else soft
         elif variant in ("hard", "sample"):
             a = one_hot
+        elif variant == "probsparse":  # the active rows' softmax; the lazy rows' weights are data (constants)
+            rows = torch.zeros(n_t, 1, dtype=torch.bool)
+            rows[forward["probsparse"]["active"][h]] = True
+            a = torch.where(rows, softmax_hidden(z), one_hot)
         elif variant == "linear":  # each row over its sum, hidden keys left out
             kept_z = torch.where(torch.isneginf(z), torch.zeros_like(z), z)
             sums = kept_z.sum(-1, keepdim=True)
@@ -284,7 +299,8 @@ def check_against_reference(mine: dict, ref: dict, n: int) -> float:
 
 @st.composite
 def toy_requests(draw):
-    variant = draw(st.sampled_from(["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear"]))
+    variant = draw(st.sampled_from(["scaled_dot", "dot", "additive", "hard", "sample", "gumbel", "linear", "general",
+                                    "cosine"]))  # probsparse: its own rules (tests/model/test_probsparse.py)
     positions = draw(st.sampled_from(["none", "sinusoidal", "rope"] + ([] if variant == "linear" else ["alibi"])))
     n_heads = draw(st.integers(1, 3))
     d_model = draw(st.integers(1, 6))

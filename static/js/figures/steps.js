@@ -14,6 +14,7 @@ import { barsFigure } from './bars.js';
 import { escapeForPlotly } from './escape.js';
 import { isGrouped, kvGroup } from './kv-groups.js';
 import { formatCell, matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
+import { probsparseVariant } from './probsparse.js';
 
 /** The steps of multi-head attention, in order (model/steps.py STEPS). */
 export const STEPS = Object.freeze([
@@ -117,6 +118,10 @@ export function fromToy(toy, { causal = false } = {}) {
     seed: toy.seed ?? 0,
     positions: toy.positions ?? 'none',
     additive: toy.additive ?? null,
+    factor: toy.factor ?? null, // probsparse: the sampling factor c
+    probsparse: toy.probsparse ?? null, // probsparse: {sampled_keys, measure, active, output_difference}
+    tau: toy.tau ?? 1, // the de-stationary factors: the scores step holds scores · τ + δ
+    delta: toy.delta ?? null, // [S], one per key
   };
 }
 
@@ -214,7 +219,11 @@ export function isOneHot(T) {
  * or the name of its variant in the dictionaries (step.<step>.<variant>.title and .body).
  */
 export function stepVariant(T, step) {
-  const unscaled = T.variant === 'dot' || T.variant === 'additive'; // no 1/√d_keys
+  if (T.variant === 'probsparse' && T.probsparse) {
+    const told = probsparseVariant(T, step);
+    if (told || ['scores', 'softmax', 'weighted_sum', 'output'].includes(step)) return told;
+  }
+  const unscaled = T.variant === 'dot' || T.variant === 'additive' || T.variant === 'general'; // no 1/√d_keys
   const grouped = isGrouped(T.nHeads, T.nKvHeads);
   switch (step) {
     case 'input': return T.positions === 'sinusoidal' ? 'sinusoidal' : null;
@@ -222,11 +231,12 @@ export function stepVariant(T, step) {
       if (T.rotated) return grouped ? 'ropeGrouped' : 'ropeModel';
       if (grouped) return 'grouped';
       return T.positions === 'rope' ? 'rope' : null;
-    case 'scores': return T.variant === 'additive' || T.variant === 'linear' ? T.variant : null;
+    case 'scores': return ['additive', 'linear', 'general', 'cosine'].includes(T.variant) ? T.variant : null;
     case 'scale':
       if (T.softcap) return 'softcap';
       if (T.source === 'trace' && Math.abs(T.scale - 1 / Math.sqrt(T.dHead)) > 1e-9 * T.scale) return 'own';
       if (T.variant === 'linear') return 'linear'; // rows are divided by their sums: no factor changes a weight
+      if (T.variant === 'cosine') return 'cosine'; // cosines in [−1, 1] times the scale (divided by τ)
       if (unscaled) return T.temperature === 1 ? T.variant : 'unscaledTemperature';
       return T.temperature === 1 ? null : 'temperature';
     case 'mask': return T.positions === 'alibi' ? 'alibi' : null;
@@ -993,7 +1003,32 @@ export function stepSpec(T, step, selection) {
   const build = BUILDERS[step];
   if (!build) throw new Error(`unknown step ${step}`); // ui-text: not UI (a programming error)
   const c = context(T, selection);
-  return { noteKey: null, noteValues: {}, ...build(T, c), windows: { size: c.windowSize, rows: c.rows, keys: c.keys } };
+  const spec = { noteKey: null, noteValues: {}, ...build(T, c), windows: { size: c.windowSize, rows: c.rows, keys: c.keys } };
+  const shifted = (step === 'scores' || step === 'softmax') && !spec.noteKey ? destationaryNote(T) : null;
+  return shifted ? { ...spec, ...shifted } : spec;
+}
+
+const short = (x) => String(Number(x.toFixed(4)));
+
+/**
+ * The note on the scores and softmax steps when the de-stationary factors are on (τ ≠ 1 or some δ ≠ 0), read from the
+ * answer: `destationaryEqual` (one δ for every key: the softmax ignores it) or `destationary` (per-key δ:
+ * key j's weight is multiplied by e^(scale·δ_j) against the others; `top`, the key of the largest δ, gains most).
+ * Null otherwise.
+ */
+export function destationaryNote(T) {
+  const delta = T.delta ?? [];
+  const tau = T.tau ?? 1;
+  if (tau === 1 && delta.every((x) => x === 0)) return null;
+  const equal = delta.every((x) => x === delta[0]);
+  const top = delta.reduce((best, x, j) => (x > delta[best] ? j : best), 0);
+  return {
+    noteKey: equal ? 'destationaryEqual' : 'destationary',
+    noteValues: {
+      tau: short(tau), delta: equal ? short(delta[0] ?? 0) : delta.map(short).join(', '), scale: T.scale.toFixed(4),
+      top: `k${top}`, gain: short(Math.exp(T.scale * (delta[top] - Math.min(...delta)))),
+    },
+  };
 }
 
 const QK_FIXED_PX = 228; // the query/key grid's width outside its two 1fr columns (measured: 706 − 2 × 239 at 800 px)

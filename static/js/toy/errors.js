@@ -6,7 +6,7 @@
 import { has, lang, t } from '../i18n/index.js';
 
 const WEIGHTS = ['q', 'k', 'v', 'o'];
-const OPTIONS = ['variant', 'temperature', 'seed', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys'];
+const OPTIONS = ['variant', 'temperature', 'seed', 'factor', 'scale', 'tau', 'delta', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys'];
 const locale = lang === 'zh' ? 'zh-CN' : 'en';
 
 /** Items as a list in the page's language: "1, 2, or 4" / "1、2或4". */

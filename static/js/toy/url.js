@@ -6,6 +6,8 @@
 // value and is listed in `unreadable` (by its toy.name.* field), so the page can say so.
 // The mechanisms (see OPTIONS) follow the same rule:
 //   &variant=gumbel&temperature=0.5&seed=3&straight_through=1&d_keys=1&d_values=3&positions=rope&hidden=1,3
+//   (&variant=probsparse&factor=2: ProbSparse's sampling factor c, written only for probsparse when not 5;
+//   &variant=cosine&scale=4: cosine's factor; &tau=2&delta=0,1,0,0: the de-stationary factors, δ one number or one per key)
 // and so do the compare view (&compare=1), the permutation demo (&shuffle=1) and the backward pass
 // (&backward=1, with &upstream=row: the gradient of the chosen query's output row only). With d_keys or
 // d_values the weights' default is the rectangular identity of their shapes (widthsOf).
@@ -21,7 +23,7 @@ export const identity = (n) => Array.from({ length: n }, (_, i) => Array.from({ 
 export const identityWeights = (d) => Object.fromEntries(WEIGHTS.map((w) => [w, identity(d)]));
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
-export const VARIANTS = ['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel', 'linear'];
+export const VARIANTS = ['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel', 'linear', 'probsparse', 'general', 'cosine'];
 export const POSITIONS = ['none', 'sinusoidal', 'rope', 'alibi'];
 export const UPSTREAMS = ['ones', 'row']; // the backward pass's upstream gradient: all ones, or the chosen query's row
 const MAX_SEED = 2 ** 31 - 1;
@@ -29,7 +31,7 @@ const MAX_SEED = 2 ** 31 - 1;
 /** The mechanisms' defaults: what a URL without their parameters means (the server's defaults). */
 export const OPTION_DEFAULTS = Object.freeze({
   variant: 'scaled_dot', temperature: 1, seed: 0, straightThrough: false,
-  dKeys: null, dValues: null, positions: 'none', hidden: [],
+  dKeys: null, dValues: null, positions: 'none', hidden: [], factor: 5, scale: null, tau: 1, delta: 0,
 });
 
 /** The rows × cols matrix with ones on its diagonal (the identity when square). */
@@ -54,11 +56,20 @@ const positiveNumber = (text) => {
   const value = Number(text);
   return /^[0-9.e+-]+$/i.test(text) && Number.isFinite(value) && value > 0 ? value : null;
 };
+/** δ as a URL writes it: one number, or numbers separated by "," (one per key). */
+export const numberOrList = (text) => {
+  const parts = text.split(',').map((x) => x.trim());
+  const numbers = parts.map(Number);
+  const readable = parts.length <= MAX_SIDE && parts.every((x) => /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(x))
+    && numbers.every(Number.isFinite);
+  if (!readable) return null;
+  return numbers.length === 1 ? numbers[0] : numbers;
+};
 const oneOf = (names) => (text) => (names.includes(text) ? text : null);
 const indexList = (text) => (/^\d{1,2}(,\d{1,2})*$/.test(text) ? [...new Set(text.split(',').map(Number))].sort((a, b) => a - b) : null);
 // The order the page lists unreadable parts in: as the setup panel shows them.
 const FIELD_ORDER = ['queries', 'keys', 'values', 'wq', 'wk', 'wv', 'wo', 'n_heads', 'causal', 'variant', 'temperature',
-  'seed', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys', 'upstream'];
+  'seed', 'factor', 'scale', 'tau', 'delta', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys', 'upstream'];
 const flag = (text) => ({ 1: true, 0: false })[text] ?? null;
 
 /** A matrix of numbers as URL text; String(x) reads back as exactly the same number. */
@@ -115,6 +126,10 @@ export function readState(params, example) {
     temperature: value('temperature', 'temperature', positiveNumber, D.temperature),
     seed: value('seed', 'seed', wholeNumber(MAX_SEED), D.seed),
     straightThrough: value('straight_through', 'straight_through', flag, D.straightThrough),
+    factor: value('factor', 'factor', wholeNumber(64), D.factor),
+    scale: value('scale', 'scale', positiveNumber, D.scale),
+    tau: value('tau', 'tau', positiveNumber, D.tau),
+    delta: value('delta', 'delta', numberOrList, D.delta),
     dKeys,
     dValues,
     positions: value('positions', 'positions', oneOf(POSITIONS), D.positions),
@@ -148,6 +163,10 @@ export function writeState(state, example) {
   if (state.temperature != null && state.temperature !== D.temperature) params.set('temperature', String(state.temperature));
   if (state.seed) params.set('seed', String(state.seed));
   if (state.straightThrough) params.set('straight_through', '1');
+  if (state.variant === 'probsparse' && state.factor != null && state.factor !== D.factor) params.set('factor', String(state.factor));
+  if (state.variant === 'cosine' && state.scale != null) params.set('scale', String(state.scale));
+  if (state.tau != null && state.tau !== D.tau) params.set('tau', String(state.tau));
+  if (state.delta != null && !same(state.delta, D.delta)) params.set('delta', Array.isArray(state.delta) ? state.delta.join(',') : String(state.delta));
   if (state.dKeys != null) params.set('d_keys', String(state.dKeys));
   if (state.dValues != null) params.set('d_values', String(state.dValues));
   if (state.positions && state.positions !== D.positions) params.set('positions', state.positions);

@@ -10,6 +10,7 @@
 // the place of the shown one. Anything that changes what it would show (new data, another head, query
 // or key window, another width, another step) throws it away.
 import { blockSpec, blockText, isBlockStep } from '../figures/block.js';
+import { probsparseFacts } from '../figures/probsparse.js';
 import { splitFacts, STEPS, stepSpec, stepVariant } from '../figures/steps.js';
 import { stepNote, stepText } from '../i18n/steps.js';
 import { dataText, drawGrid, releaseGrid } from './figure-grid.js';
@@ -68,6 +69,7 @@ export function createStepStage(root, { onDrawn = () => {}, steps = () => STEPS 
       temperature: data.temperature,
       seed: data.seed ?? 0,
       ...(data.source === 'trace' ? splitFacts(data, selection.head) : {}), // key-value heads, RoPE's settings
+      ...(data.probsparse ? probsparseFacts(data, selection.head, query) : {}), // ProbSparse: sample, M, active rows
     };
   }
 

@@ -45,7 +45,10 @@ function figureBox(kind, p) {
 /** What a step's sentence says, given the answer (the scores' step depends on the variant). */
 function sentence(id, answer) {
   const f = answer.forward;
-  if (id === 'scores') return t(`toy.back.say.scores.${answer.flow}`, { scale: f.scale.toFixed(4) });
+  if (id === 'scores') {
+    const active = f.probsparse ? { u: f.probsparse.active[0].length, L: f.probsparse.measure[0].length } : {};
+    return t(`toy.back.say.scores.${answer.flow}`, { scale: f.scale.toFixed(4), ...active });
+  }
   if (['q', 'k', 'weights'].includes(id) && f.variant === 'additive') return t(`toy.back.say.${id}.additive`);
   if (['q', 'k'].includes(id) && f.variant === 'linear') return t(`toy.back.say.${id}.linear`);
   if (id === 'inputs' && answer.gradients.input) return `${t('toy.back.say.inputs')} ${t('toy.back.selfAttention')}`;
@@ -79,7 +82,7 @@ export function createBackwardView(root, { load }) {
     check.classList.toggle('is-same', ok);
     check.dataset.maxAbsDiff = String(diff);
     const lines = [];
-    if (answer.flow !== 'softmax') lines.push(t(`toy.back.flow.${answer.flow}`)); // none, straight_through, linear
+    if (answer.flow !== 'softmax') lines.push(t(`toy.back.flow.${answer.flow}`)); // none, straight_through, linear, probsparse
     if (answer.forward.positions === 'rope') lines.push(t('toy.back.rope'));
     if (answer.forward.positions === 'sinusoidal') lines.push(t('toy.back.sinusoidal'));
     note.textContent = lines.join(' ');

@@ -7,7 +7,7 @@ import { matrixFigure } from '../figures/matrix.js';
 import { t } from '../i18n/index.js';
 import { renderFigure } from './plot.js';
 
-export const VARIANTS = Object.freeze(['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel', 'linear']);
+export const VARIANTS = Object.freeze(['scaled_dot', 'dot', 'additive', 'hard', 'sample', 'gumbel', 'linear', 'probsparse', 'general', 'cosine']);
 export const SHUFFLE_SEED = 7;
 const SAME = 1e-9; // float64 sums in another order differ by ~1e-15; a real change is far larger
 
@@ -63,10 +63,16 @@ export function createMechanismViews(roots, { load }) {
 
   /** Every variant's weights of `head` for the request `body` (its variant and straight-through aside). */
   async function drawCompare(body, head) {
-    const { straight_through: _, ...rest } = body;
+    const { straight_through: _, factor, scale, ...rest } = body; // factor: probsparse's only, scale: cosine's only
+    const own = { probsparse: factor === undefined ? {} : { factor }, cosine: scale === undefined ? {} : { scale } };
     // linear attention takes no ALiBi bias (it would make its kernel scores negative): left out then
-    const shown = VARIANTS.filter((variant) => !(variant === 'linear' && rest.positions === 'alibi'));
-    const answers = await Promise.all(shown.map((variant) => load({ ...rest, variant })));
+    // nor ProbSparse where its rules refuse the setup: hidden keys, under 2 queries or keys, causal with L ≠ S
+    const [rows, keys] = [rest.queries?.length ?? 0, (rest.keys ?? rest.queries)?.length ?? 0];
+    const sparseRefused = rest.hidden_keys?.length || Math.min(rows, keys) < 2 || (rest.causal && rows !== keys);
+    const negativeDelta = [rest.delta ?? 0].flat().some((x) => x < 0); // linear's kernel scores must stay positive
+    const shown = VARIANTS.filter((variant) => !(variant === 'linear' && (rest.positions === 'alibi' || negativeDelta))
+      && !(variant === 'probsparse' && sparseRefused));
+    const answers = await Promise.all(shown.map((variant) => load({ ...rest, ...(own[variant] ?? {}), variant })));
     compareGrid.replaceChildren();
     const drawing = answers.map((toy, index) => {
       const variant = shown[index];

@@ -1,17 +1,17 @@
 // The /toy page's setup panel: the seven matrix editors (queries, keys, values, W_q…W_o), the
 // heads field and the causal box, their shapes, and the marks on the fields the server refused.
 // It reads what is typed exactly as typed (the server says what is wrong) and fills a URL state.
-// The mechanisms (variant, temperature, seed, straight-through, d_keys, d_values, positions and
+// The mechanisms (variant, temperature, seed, ProbSparse's factor, straight-through, d_keys, d_values, positions and
 // the hidden keys) are sent only when they differ from the server's defaults.
 import { $ } from '../page.js';
 import { placeName, rowLabel } from '../toy/errors.js';
-import { defaultWeights, OPTION_DEFAULTS, WEIGHTS } from '../toy/url.js';
+import { defaultWeights, numberOrList, OPTION_DEFAULTS, WEIGHTS } from '../toy/url.js';
 import { createMatrixEditor } from './matrix-editor.js';
 
 const MATRICES = ['queries', 'keys', 'values', 'wq', 'wk', 'wv', 'wo'];
 const INPUTS = ['queries', 'keys', 'values'];
 /** The mechanisms' fields (as the server names them), each with its #field-<name> and #error-<name>. */
-export const OPTION_FIELDS = ['variant', 'temperature', 'seed', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys'];
+export const OPTION_FIELDS = ['variant', 'temperature', 'seed', 'factor', 'scale', 'tau', 'delta', 'straight_through', 'd_keys', 'd_values', 'positions', 'hidden_keys'];
 const TEMPERATURE = { min: 0.1, max: 5 };
 
 /** A field's text: a whole number, null when empty, else the text itself (the server says what is wrong). */
@@ -46,6 +46,10 @@ export function createToySetup({ onEdit, onCausal }) {
     temperatureRange: $('toy-temperature-range'),
     seed: $('toy-seed'),
     straightThrough: $('toy-straight-through'),
+    factor: $('toy-factor'),
+    scale: $('toy-scale'),
+    tau: $('toy-tau'),
+    delta: $('toy-delta'),
     dKeys: $('toy-d-keys'),
     dValues: $('toy-d-values'),
     positions: $('toy-positions'),
@@ -86,6 +90,8 @@ export function createToySetup({ onEdit, onCausal }) {
   options.positions.addEventListener('change', onCausal);
   options.straightThrough.addEventListener('change', onCausal);
   options.seed.addEventListener('input', onEdit);
+  options.factor.addEventListener('input', onEdit);
+  for (const name of ['scale', 'tau', 'delta']) options[name].addEventListener('input', onEdit);
   options.temperature.addEventListener('input', () => {
     const value = numberOrText(options.temperature);
     if (typeof value === 'number') options.temperatureRange.value = String(Math.min(TEMPERATURE.max, Math.max(TEMPERATURE.min, value)));
@@ -100,9 +106,11 @@ export function createToySetup({ onEdit, onCausal }) {
     onCausal();
   });
 
-  /** Straight-through is a gumbel thing only. */
+  /** Straight-through is a gumbel thing only, the factor c a probsparse one. */
   function updateEnabled() {
     options.straightThrough.disabled = options.variant.value !== 'gumbel';
+    options.factor.disabled = options.variant.value !== 'probsparse';
+    options.scale.disabled = options.variant.value !== 'cosine';
   }
 
   /** One check box per key row (k0, k1, …), checked for the hidden ones. */
@@ -148,6 +156,15 @@ export function createToySetup({ onEdit, onCausal }) {
     const seed = wholeOrText(options.seed);
     if (seed !== null && seed !== D.seed) body.seed = seed;
     if (variant === 'gumbel' && options.straightThrough.checked) body.straight_through = true;
+    const factor = variant === 'probsparse' ? wholeOrText(options.factor) : null;
+    if (factor !== null && factor !== D.factor) body.factor = factor;
+    const scale = variant === 'cosine' ? numberOrText(options.scale) : null;
+    if (scale !== null) body.scale = scale;
+    const tau = numberOrText(options.tau);
+    if (tau !== null && tau !== D.tau) body.tau = tau;
+    const deltaText = options.delta.value.trim().replace(/−/g, '-');
+    const delta = deltaText === '' ? null : numberOrList(deltaText) ?? deltaText;
+    if (delta !== null && JSON.stringify(delta) !== JSON.stringify(D.delta)) body.delta = delta;
     const dKeys = wholeOrText(options.dKeys);
     if (dKeys !== null) body.d_keys = dKeys;
     const dValues = wholeOrText(options.dValues);
@@ -162,7 +179,7 @@ export function createToySetup({ onEdit, onCausal }) {
     const body = request();
     const matrices = [body.queries, body.keys, body.values, ...Object.values(body.weights)];
     const numbers = matrices.every((m) => m.every((row) => row.every((x) => typeof x === 'number')));
-    const texts = [body.n_heads, body.temperature, body.seed, body.d_keys, body.d_values];
+    const texts = [body.n_heads, body.temperature, body.seed, body.factor, body.scale, body.tau, body.delta, body.d_keys, body.d_values];
     if (!numbers || texts.some((x) => typeof x === 'string')) return null;
     const D = OPTION_DEFAULTS;
     const { queries, keys, values, weights } = body;
@@ -172,6 +189,10 @@ export function createToySetup({ onEdit, onCausal }) {
       temperature: body.temperature ?? D.temperature,
       seed: body.seed ?? D.seed,
       straightThrough: options.straightThrough.checked && options.variant.value === 'gumbel',
+      factor: body.factor ?? D.factor,
+      scale: body.scale ?? D.scale,
+      tau: body.tau ?? D.tau,
+      delta: body.delta ?? D.delta,
       dKeys: body.d_keys ?? null,
       dValues: body.d_values ?? null,
       positions: body.positions ?? D.positions,
@@ -191,6 +212,11 @@ export function createToySetup({ onEdit, onCausal }) {
     options.temperatureRange.value = String(Math.min(TEMPERATURE.max, Math.max(TEMPERATURE.min, temperature)));
     options.seed.value = String(setup.seed ?? D.seed);
     options.straightThrough.checked = Boolean(setup.straightThrough);
+    options.factor.value = String(setup.factor ?? D.factor);
+    options.scale.value = setup.scale == null ? '' : String(setup.scale);
+    options.tau.value = String(setup.tau ?? D.tau);
+    const delta = setup.delta ?? D.delta;
+    options.delta.value = Array.isArray(delta) ? delta.join(', ') : String(delta);
     options.dKeys.value = setup.dKeys == null ? '' : String(setup.dKeys);
     options.dValues.value = setup.dValues == null ? '' : String(setup.dValues);
     options.positions.value = setup.positions ?? D.positions;
