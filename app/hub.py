@@ -127,7 +127,7 @@ class Housekeeper:
                 return
             self._pending = 0
             self._analysed = False
-        release_free_memory()
+        release_free_memory(collect=True)  # idle: the collection (startup objects frozen) holds nobody up
 
     def close(self) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ from . import errors
 from .hub import ModelHub, StartupError
 from .jobs import JobRegistry
 from .jobs.threads import light_thread
-from .memory import return_large_buffers_to_the_os
+from .memory import keep_startup_objects, return_large_buffers_to_the_os
 from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
 from .routes import analysis, api, attribution, corpus, generate, iris, lab, labs, pages, patching, service, toy
 from .routes.sequence import router as sequence_router
@@ -38,6 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise
         app.state.jobs = JobRegistry(settings.jobs_dir, give_way=app.state.hub.views_first.give_way)
+        keep_startup_objects()
         yield
         app.state.jobs.close()  # running trainings stop before their next batch
         app.state.hub.close()
