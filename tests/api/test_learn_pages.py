@@ -20,7 +20,7 @@ def test_the_route_knows_as_many_chapters_as_the_page():
     assert f"export const CHAPTERS = {LEARN_CHAPTERS};" in progress
 
 
-@pytest.mark.parametrize("path", ["/learn", "/learn/1", "/learn/5", "/learn/9", "/learn/12"])
+@pytest.mark.parametrize("path", ["/learn", "/learn/1", "/learn/5", "/learn/9", "/learn/12", "/learn/14"])
 def test_the_path_and_each_chapter_are_the_learn_page(client, path):
     response = client.get(path)
     assert response.status_code == 200
@@ -29,7 +29,7 @@ def test_the_path_and_each_chapter_are_the_learn_page(client, path):
     assert 'id="chapter-view"' in response.text
 
 
-@pytest.mark.parametrize("chapter", ["0", "13", "10000", "x", "-1", "01", "1.5", "%E4%B8%AD"])
+@pytest.mark.parametrize("chapter", ["0", "15", "10000", "x", "-1", "01", "1.5", "%E4%B8%AD"])
 def test_other_chapters_are_the_page_answered_404(client, chapter):
     response = client.get(f"/learn/{chapter}")
     assert response.status_code == 404

@@ -66,7 +66,9 @@ DOCUMENTED_RULES = {
                                     "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape", "toy_weight_widths",
                                     "toy_head_width", "toy_straight_through", "toy_additive_variant",
                                     "toy_additive_shape", "toy_additive_width", "toy_hidden_key", "toy_sinusoidal_odd",
-                                    "toy_rope_odd", "toy_upstream_shape", "toy_linear_alibi")},
+                                    "toy_rope_odd", "toy_upstream_shape", "toy_linear_alibi", "toy_factor_variant",
+                                    "toy_probsparse_short", "toy_probsparse_hidden", "toy_probsparse_causal",
+                                    "toy_scale_variant", "toy_delta_length", "toy_linear_delta", "toy_tau_range")},
     # /flash's own (model/errors.py FLASH_RULES): a head the layer lacks, an upstream not the head's output shape
     "flash_head": (422, "out of range; this layer has heads"),
     "flash_upstream_shape": (422, "one row per query"),
@@ -96,7 +98,7 @@ DOCUMENTED_RULES = {
     "bad_pattern": (422, "regular expression"),
 }
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
-              "additive", "hidden_keys", "positions", "upstream"}
+              "additive", "hidden_keys", "positions", "upstream", "variant", "factor", "scale", "tau", "delta"}
 POSITIONS_FIELDS = {"d_model", "length"}
 LAB_FIELDS = {"length", "d_model", "text"}  # the induction lab's settings checked together; a predicted text
 COST_FIELDS = {"d_model", "n_heads", "n_kv_heads", "n_layers", "seq_len"}
