@@ -74,8 +74,9 @@ class Settings(BaseSettings):
         description="largest number of attention weights in one JSON answer (layers x heads x N x N)",
     )
     cache_bytes: int = Field(
-        96 * 1024 * 1024, ge=0, description="memory for recently computed attention maps (96 MiB holds two 512-token "
-        "MiniLM answers as u16); 0 turns the cache off"
+        64 * 1024 * 1024, ge=0, description="memory for recently computed attention maps (64 MiB holds one 512-token "
+        "MiniLM answer as u16, or dozens of short ones; the server rests at about 550 MB with it); 0 turns the "
+        "cache off"
     )
     torch_threads: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     work_budget: float = Field(
