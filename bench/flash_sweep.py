@@ -202,7 +202,8 @@ def machine(note: str | None) -> dict:
 def human_bytes(n: float) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
-            return f"{n / size:.3g} {unit}"
+            value = n / size
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"  # not 1e+03
     return f"{n:.0f} B"
 
 
