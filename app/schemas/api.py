@@ -216,9 +216,9 @@ class TraceBlock(BaseModel):
                                    "them (the attention's own steps are in `steps`, between norm_1 and add_1 for "
                                    "`pre`, between block_input and add_1 for `post`).")
     arrays: dict[str, Matrix] = Field(description="Each step's N x width numbers, by name; and last `mlp_alone` "
-                                      "(N x d_model, not a step): the MLP run again on each token's input row by "
-                                      "itself, which equals `mlp_out` row for row (within float rounding, about "
-                                      "1e-6): the MLP works on each token alone.")
+                                      "(N x d_model, not a step): the MLP run again on each token's input row as a "
+                                      "sequence of its own, which equals `mlp_out` row for row (within float "
+                                      "rounding): the MLP works on each token alone.")
     params: dict[str, NormWeights] = Field(description="Each norm step's weights, by its name.")
     output_step: str = Field(description="The step whose array is the layer's output, transformers' "
                              "hidden_states[layer + 1] (before a pre-norm model's final norm): norm_2 or add_2.")

@@ -158,8 +158,8 @@ class LoadedModel:
         after it are not run. With RoPE, `split` holds q and k before the rotation and `rotated` (after `split`)
         holds them after it (model/trace.py arrange_rotation). `block`: the steps of the rest of the block too
         (BLOCK_STEPS, each T x width, in the order the block computes them; block_parts says what they are), and
-        last `mlp_alone`: the block's MLP run on each token's input row by itself (a batch of one token), which
-        equals mlp_out row for row because the MLP works on each token alone."""
+        last `mlp_alone`: the block's MLP run on each token's input row as a sequence of its own (no other token
+        beside it), which equals mlp_out row for row because the MLP works on each token alone."""
         trace = Trace(layers=[layer], steps=STEPS + BLOCK_STEPS if block else None)
         self.run(encoded, trace, through=layer)
         record = arrange_rotation(select(trace[layer], heads))
@@ -170,10 +170,11 @@ class LoadedModel:
 
     @torch.inference_mode()
     def mlp_alone(self, layer: int, rows: torch.Tensor) -> torch.Tensor:
-        """Block `layer`'s MLP on each row of `rows` (T, D) by itself, then stacked: (T, D) float32 on the CPU."""
-        block, first = self.net.block(layer), next(self.net.parameters())
-        alone = [block.mlp(row.to(first.device, first.dtype)[None, None])[0, 0] for row in rows]
-        return widen(torch.stack(alone)).cpu()
+        """Block `layer`'s MLP on `rows` (T, D) as T sequences of one token each (a batch of T): (T, D) float32 on
+        the CPU. One pass, whatever T (a pass per row read every weight T times: seconds on a 0.5B model)."""
+        first = next(self.net.parameters())
+        alone = self.net.block(layer).mlp(rows.to(first.device, first.dtype)[:, None, :])  # (T, 1, D)
+        return widen(alone[:, 0]).cpu()
 
     def block_parts(self, layer: int) -> BlockParts:
         """How block `layer` is built around its attention, with its norms' weights (float32, on the CPU)."""
@@ -181,6 +182,7 @@ class LoadedModel:
         norms = {"norm_1": block.attention_norm, "norm_2": block.ff_norm, "post_norm_1": block.attention_post_norm,
                  "post_norm_2": block.ff_post_norm,
                  "final_norm": self.net.final_norm if layer == cfg.n_layers - 1 else None}
+
         def readable(t: object) -> torch.Tensor | None:
             return None if t is None else widen(cast(torch.Tensor, t).detach()).cpu()
 

@@ -214,15 +214,13 @@ class Transformer(nn.Module):
             record = trace.recorder(i) if trace is not None else None
             x = block(x, mask=masks[i], record=record, edit=edit if edit is not None and edit.layer == i else None,
                       cache=cache.layers[i] if cache is not None else None, mask_keeps_a_key=padding is None)
-        if self.final_norm is None:
+        # a trace of the last block shows the final norm too, even when it stops there (`through`)
+        shown = (through is None or through == self.cfg.n_layers - 1) and record is not None and record.wants(
+            "final_norm")
+        if self.final_norm is None or (through is not None and not shown):
             return x
-        if through is None:
-            normed: torch.Tensor = self.final_norm(x)  # (B, T, D)
-        elif through == self.cfg.n_layers - 1 and record is not None and record.wants("final_norm"):
-            normed = self.final_norm(x)  # a trace of the last block shows the final norm too
-        else:
-            return x
-        if record is not None:
+        normed: torch.Tensor = self.final_norm(x)  # (B, T, D)
+        if shown and record is not None:
             record("final_norm", normed)
         return x if through is not None else normed
 
