@@ -21,7 +21,7 @@ from model.nets.edit import Edit
 
 from . import serialize
 from .hub import ModelHub
-from .schemas.api import AttentionRequest, SummaryRequest, TraceRequest
+from .schemas.api import AttentionEdit, AttentionRequest, SummaryRequest, TraceRequest
 from .schemas.common import TextRequest, TokenInfo, openapi_examples
 from .schemas.toy import ToyRequest
 from .settings import Settings
@@ -59,7 +59,7 @@ class Resolved(Generic[R]):
     encoded: Encoded
     layers: list[int]  # /trace: the one traced layer
     heads: list[int]
-    edit: Edit | None = None  # /attention and its summary: checked against the model and the input
+    edit: Edit | None = None  # /attention, its summary, /edit/effect: checked against the model and the input
 
     @property
     def tokens(self) -> list[TokenInfo]:
@@ -81,8 +81,9 @@ def resolve(hub: ModelHub, req: R) -> Resolved[R]:
         heads = checked_indices(getattr(req, "heads", None), cfg.n_heads, "heads")
     encoded = model.tokenizer.encode(req.text, req.text_pair)
     edit = None
-    if isinstance(req, AttentionRequest) and req.edit is not None:
-        edit = req.edit.to_edit()
+    asked = getattr(req, "edit", None)  # /attention, its summary and /edit/effect
+    if isinstance(asked, AttentionEdit):
+        edit = asked.to_edit()
         edit.check(cfg.n_layers, cfg.n_heads, len(encoded))
     return Resolved(req, spec, model, encoded, layers, heads, edit)
 

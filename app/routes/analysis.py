@@ -1,5 +1,5 @@
 """REST API v1, analysis of the real model: head aggregates, head metrics, norm-based contributions, the
-logit lens.
+logit lens, what an edit changes.
 
 Each route runs a forward of its own on the model worker (hub.run), with only the steps it needs
 traced, and computes its analysis there (model/analysis/study.py); the JSON caps are checked before.
@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
 
-from model.analysis import heads, lens, study, work
+from model.analysis import edit_effect, heads, lens, study, work
 
 from .. import serialize
 from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolved, resolved_with_lm_head
@@ -22,10 +22,15 @@ from ..schemas.analysis import (
     AggregateResponse,
     ContributionsRequest,
     ContributionsResponse,
+    EditEffectRequest,
+    EditEffectResponse,
     LensRequest,
     LensResponse,
     MetricsRequest,
     MetricsResponse,
+    NextTokenChange,
+    ProbSparseActive,
+    TokenChoice,
 )
 from ..schemas.common import INVALID_FIELD, NOT_UTF8, TOO_LARGE, UNKNOWN_MODEL
 from .api import MODEL_RULES
@@ -48,6 +53,7 @@ TEXT_RULES = MODEL_RULES.split("; {indices}")[0] + "."
 AggregateInput = Annotated[Resolved[AggregateRequest], Depends(resolved(AggregateRequest))]
 MetricsInput = Annotated[Resolved[MetricsRequest], Depends(resolved(MetricsRequest))]
 ContributionsInput = Annotated[Resolved[ContributionsRequest], Depends(resolved(ContributionsRequest))]
+EditEffectInput = Annotated[Resolved[EditEffectRequest], Depends(resolved(EditEffectRequest))]
 
 
 # ---- /aggregate ----
@@ -153,3 +159,46 @@ def logit_lens(r: LensInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) 
                               cfg.max_positions)
     layers = hub.run(study.logit_lens, r.model, r.encoded, position, r.req.top_k, gone=gone, flops=flops)
     return serialize.logit_lens(r, position, r.req.top_k, layers)
+
+
+# ---- /edit/effect ----
+
+@router.post(
+    "/edit/effect",
+    response_model=EditEffectResponse,
+    summary="What a what-if edit changes: every later layer's maps, the final hidden state, the next token",
+    description=(
+        "Runs the model on `text` without and with `edit` (the `edit` of /attention, with its rules) and compares: "
+        "for the edited layer and every later one, each head's change of its weights per query row, "
+        "½ Σ_j |a'_ij − a_ij| (its mean and its largest); the final hidden state's change per token and over the "
+        "whole input, relative to its norm; for a model with an LM head, the next-token distribution at the last "
+        "position (KL(p ‖ p') in nats, the most probable token before and after). A ProbSparse edit (`kind` "
+        "`probsparse`) also answers what it chose in each edited head: every query's sparsity measure M and the "
+        "active queries. Two forwards' work." + MODEL_RULES.format(
+            indices="`edit.layer` below the model's `n_layers`, `edit.heads` below its `n_heads`")
+    ),
+)
+def effect(r: EditEffectInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
+    cfg, edit = r.model.cfg, r.edit
+    assert edit is not None  # EditEffectRequest requires one
+    flops = work.check_tokens(lambda t: 2 * work.attention(cfg, t), len(r.encoded), settings.work_budget,
+                              "the edited and the unedited forward", cfg.max_positions)
+    found = hub.run(edit_effect.edit_effect, r.model, r.encoded, edit, gone=gone, flops=flops)
+
+    def prediction(token_id: int, probability: float) -> TokenChoice:
+        token, display = r.model.tokenizer.token_text(token_id)
+        return TokenChoice(id=token_id, token=token, display=display, probability=probability)
+
+    nt = found.next_token
+    choice = found.probsparse
+    answer = EditEffectResponse(
+        model=r.spec.id, tokens=r.tokens, edit=r.req.edit, layers=found.layers,
+        row_change_mean=found.row_change_mean.tolist(), row_change_max=found.row_change_max.tolist(),
+        hidden_by_token=found.hidden_by_token.tolist(), hidden_relative=found.hidden_relative,
+        next_token=None if nt is None else NextTokenChange(
+            kl=nt.kl, before=prediction(nt.before, nt.before_probability),
+            after=prediction(nt.after, nt.after_probability), before_probability_after=nt.before_probability_after),
+        probsparse=None if choice is None else ProbSparseActive(
+            factor=r.req.edit.factor, seed=r.req.edit.seed, heads=choice.heads, measure=choice.measure.tolist(),
+            active=choice.active.tolist(), lazy="sum" if cfg.causal else "mean"))
+    return Response(answer.model_dump_json(), media_type="application/json")

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from model.analysis.lens import DEFAULT_TOP_K, MAX_TOP_K
 
+from .api import AttentionEdit
 from .common import ChosenHeads, ChosenLayers, Index, TextRequest, TokenInfo, examples
 
 
@@ -152,3 +153,55 @@ class LensResponse(BaseModel):
     layers: list[LensLayer] = Field(
         description="\"embeddings\" first, then every block 0..L-1; the last is the model's own next-token "
         "distribution.")
+
+
+class EditEffectRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the mat because it was tired.", "edit": {"layer": 2, "kind": "probsparse",
+                                                                          "factor": 1}},
+        {"text": "The cat sat on the mat because it was tired.", "edit": {"layer": 0, "heads": [3], "ablate": True}},
+    ))
+
+    edit: AttentionEdit = Field(description="The what-if edit to measure (the `edit` of /attention, same rules).")
+
+
+class TokenChoice(BaseModel):
+    id: int = Field(description="The vocabulary id.")
+    token: str = Field(description="The tokenizer's own token string.")
+    display: str = Field(description="The token as readable text.")
+    probability: float
+
+
+class NextTokenChange(BaseModel):
+    kl: float = Field(description="KL(p ‖ p') in nats: the next-token distribution at the last position without (p) "
+                      "and with (p') the edit.")
+    before: TokenChoice = Field(description="The most probable next token without the edit.")
+    after: TokenChoice = Field(description="The most probable next token with the edit (its probability p').")
+    before_probability_after: float = Field(description="p'(before): what the edit left of the unedited choice.")
+
+
+class ProbSparseActive(BaseModel):
+    factor: int
+    seed: int
+    heads: list[int] = Field(description="The edited heads, in the order of `measure` and `active`.")
+    measure: list[list[float]] = Field(description="[head][query]: the sparsity measure M = max − sum / N of the "
+                                       "query's unscaled scores on its sampled keys.")
+    active: list[list[int]] = Field(description="[head]: the u = min(c·⌈ln N⌉, N) active queries, ascending.")
+    lazy: Literal["mean", "sum"] = Field(description="What every other query gets: the mean of V (`mean`), or in a "
+                                         "causal model the cumulative sum of V up to its position (`sum`).")
+
+
+class EditEffectResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    edit: AttentionEdit
+    layers: list[int] = Field(description="The edited layer and every later one.")
+    row_change_mean: list[list[float]] = Field(description="[layer][head]: the mean over query rows of "
+                                               "½ Σ_j |a'_ij − a_ij|, each row's total variation (0 to 1; a "
+                                               "causal ProbSparse lazy row, which sums V, can exceed 1).")
+    row_change_max: list[list[float]] = Field(description="[layer][head]: the largest row's change.")
+    hidden_by_token: list[float] = Field(description="Per token ‖h'_t − h_t‖ / ‖h_t‖ of the final hidden state.")
+    hidden_relative: float = Field(description="‖H' − H‖ / ‖H‖ over the whole final hidden state (Frobenius).")
+    next_token: NextTokenChange | None = Field(description="A model with an LM head: the next token at the last "
+                                               "position; null for an encoder.")
+    probsparse: ProbSparseActive | None = Field(description="A ProbSparse edit: what it chose; null otherwise.")

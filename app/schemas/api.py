@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from model.nets.edit import MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
+from model.nets.edit import MAX_FACTOR, MAX_SEED, MAX_TEMPERATURE, MIN_TEMPERATURE, Edit
 
 from .common import (
     ChosenHeads,
@@ -63,13 +63,25 @@ class AttentionEdit(StrictRequest):
     weighted sums are zeroed (their weights are still computed and shown). Layers before `layer` are
     unchanged; every later layer runs on the edited hidden state. Temperature 1, no hidden keys and no
     ablation give exactly the unedited numbers.
+
+    `kind` "probsparse" (Informer's ProbSparse self-attention, model/nets/sparse.py): the chosen heads keep the
+    softmax rows of their u = min(`factor`·⌈ln N⌉, N) queries with the largest sparsity measure M (measured on
+    `factor`·⌈ln N⌉ keys per query sampled from `seed`) and every other query gets the mean of V, or in a causal
+    model the cumulative sum of V up to its position (as Informer's source does). It takes no temperature,
+    hidden keys or ablation (422 `edit_probsparse_alone`) and at least 2 tokens (422 `edit_probsparse_short`);
+    POST /api/v1/edit/effect answers the active queries and what the edit changes.
     """
 
     model_config = ConfigDict(json_schema_extra=examples(
         {"layer": 2, "heads": [5], "temperature": 3},
         {"layer": 0, "heads": None, "hidden_keys": [0], "ablate": False},
         {"layer": 4, "heads": [1, 7], "ablate": True},
+        {"layer": 1, "heads": None, "kind": "probsparse", "factor": 1},
     ))
+
+    kind: Literal["weights", "probsparse"] = Field(
+        "weights", description="`weights`: the temperature, hidden keys and ablation below; `probsparse`: "
+        "Informer's ProbSparse in place of the chosen heads' softmax attention.")
 
     layer: EditIndex = Field(description="The layer to edit (0-based), below the model's n_layers.")
     heads: EditHeads | None = Field(None, description="Distinct heads of that layer to edit; null means all.")
@@ -77,11 +89,16 @@ class AttentionEdit(StrictRequest):
     hidden_keys: EditKeys = Field(
         default_factory=list, description="Distinct token indices hidden from every query of the chosen heads.")
     ablate: bool = Field(False, description="Zero the chosen heads' weighted sums (their output).")
+    factor: int = Field(5, ge=1, le=MAX_FACTOR, description="ProbSparse's sampling factor c (kind probsparse): "
+                        "c·⌈ln N⌉ keys sampled per query and as many active queries per head.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds ProbSparse's sampled keys (kind probsparse).")
 
     def to_edit(self) -> Edit:
         """The model's Edit (model/nets/edit.py); its indices are checked against the model by the forward."""
         return Edit(layer=self.layer, heads=None if self.heads is None else tuple(self.heads),
-                    temperature=float(self.temperature), hidden_keys=tuple(self.hidden_keys), ablate=self.ablate)
+                    temperature=float(self.temperature), hidden_keys=tuple(self.hidden_keys), ablate=self.ablate,
+                    probsparse=self.factor if self.kind == "probsparse" else None,
+                    seed=self.seed if self.kind == "probsparse" else 0)
 
 
 class AttentionRequest(TextRequest):

@@ -1,17 +1,7 @@
 """Informer's ProbSparse self-attention (Zhou et al., AAAI 2021) as a weighting of the toy's layer.
 
-Computed as the course notes' source computes it (Time-Series-Library's `ProbAttention`, the original
-Informer's), for L queries and S keys with the sampling factor c:
-
-    U = min(c·⌈ln S⌉, S) keys sampled with replacement for each query (one index matrix L × U, shared
-        by the heads; torch.randint from torch.Generator().manual_seed(seed + SAMPLE_STREAM));
-    M(q_i, K) = max_j q_i·k_j − (Σ_j q_i·k_j) / S over query i's sampled keys (unscaled q·k; the sum is
-        divided by S, not by U, as that code does);
-    the u = min(c·⌈ln L⌉, L) queries with the largest M in each head are "active": softmax of their
-        scaled (and, when causal, masked) scores over every key;
-    the other ("lazy") queries get the mean of V (weights 1/S), or under a causal mask the cumulative
-        SUM of V up to their own position (weights 1 for keys 0..i): that code's `V.cumsum`, not a mean,
-        so a late lazy row is the sum of many values and grows with its position.
+The choice (sampled keys, the sparsity measure M, the active queries, the lazy rows' weights) is
+model/nets/sparse.py's, as the course notes' source computes it.
 
 The choice of active queries is a discrete function of q and k: the weighting takes it as a constant
 (`probsparse_weights(active=..., lazy=...)`), so autograd and model/lab/backward.py pass the softmax's
@@ -20,55 +10,18 @@ gradient to the active rows' scores only; the lazy rows' weights are constants (
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
 from model.errors import ToyShapeError
 from model.nets.attention import MultiHeadAttention, project, softmax_rows, split_heads
+from model.nets.sparse import active_queries, lazy_weights, sample_keys, sparsity_measure
 
 Tensor = torch.Tensor
 
-SAMPLE_STREAM = 8  # the sampled keys come from torch.Generator().manual_seed(seed + SAMPLE_STREAM)
 DEFAULT_FACTOR = 5
 MAX_FACTOR = 64  # c·⌈ln n⌉ is capped at n anyway; a larger c changes nothing on the toy's ≤ 64 rows
-
-
-def sample_count(factor: int, n: int) -> int:
-    """min(c·⌈ln n⌉, n): U for n keys, u for n queries (n ≥ 2: ⌈ln 1⌉ is 0)."""
-    return min(factor * math.ceil(math.log(n)), n)
-
-
-def sample_keys(queries: int, keys: int, factor: int, seed: int) -> Tensor:
-    """(L, U) key indices drawn uniformly with replacement for each query, seeded (module docstring)."""
-    generator = torch.Generator().manual_seed(seed + SAMPLE_STREAM)
-    return torch.randint(keys, (queries, sample_count(factor, keys)), generator=generator)  # (L, U)
-
-
-def sparsity_measure(q: Tensor, k: Tensor, sampled: Tensor) -> Tensor:
-    """M (B, H, L): max minus (sum / S) of each query's unscaled scores q·k on its sampled keys.
-
-    q: (B, H, L, Dk), k: (B, H, S, Dk), sampled: (L, U) key indices."""
-    picked = k[:, :, sampled, :]  # (B, H, L, U, Dk)
-    scores = torch.einsum("bhld,bhlud->bhlu", q, picked)  # (B, H, L, U)
-    return scores.max(dim=-1).values - scores.sum(dim=-1) / k.shape[-2]  # (B, H, L)
-
-
-def active_queries(measure: Tensor, factor: int) -> Tensor:
-    """(..., u) the u queries of each head with the largest M, in ascending query order. Equal M go to the
-    earlier query (a stable sort; the source's torch.topk leaves ties unspecified)."""
-    u = sample_count(factor, measure.shape[-1])
-    order = torch.sort(measure, dim=-1, descending=True, stable=True).indices  # (..., L)
-    return order[..., :u].sort(dim=-1).values  # (..., u)
-
-
-def lazy_weights(queries: int, keys: int, causal: bool, dtype: torch.dtype = torch.float64) -> Tensor:
-    """(L, S): a lazy row's weights: 1/S everywhere (the mean of V), or with a causal mask 1 on keys 0..i
-    (the cumulative sum of V up to the row, as the source computes it)."""
-    if causal:
-        return torch.ones(queries, keys, dtype=dtype).tril()  # (L, S)
-    return torch.full((queries, keys), 1.0 / keys, dtype=dtype)  # (L, S)
 
 
 def probsparse_weights(masked: Tensor, any_hidden: bool = True, *, active: Tensor, lazy: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 from torch import nn
 
+from model.nets.sparse import sparsify
 from model.trace import LayerRecorder, widen
 
 if TYPE_CHECKING:
@@ -214,8 +215,9 @@ class MultiHeadAttention(nn.Module):
 
         `edit` (model/nets/edit.py Edit, meant for this layer) changes its heads: the temperature divides
         their scaled scores (the `scale` step shows the result), hidden keys are added to the mask (the
-        `mask` step), ablation zeroes their weighted sums (the `weighted_sum` step). Temperature 1, no
-        hidden keys and no ablation leave every number as it is without an edit."""
+        `mask` step), ablation zeroes their weighted sums (the `weighted_sum` step), ProbSparse replaces their
+        lazy queries' rows of weights (the `softmax` step; model/nets/sparse.py). Temperature 1, no hidden keys,
+        no ablation and no ProbSparse leave every number as it is without an edit."""
         keys = x if keys is None else keys
         values = keys if values is None else values
         rec = record or NO_RECORD
@@ -255,6 +257,8 @@ class MultiHeadAttention(nn.Module):
             masked = hide_keys(masked, edited, list(edit.hidden_keys))
         rec("mask", masked)
         weights = self.weigh(masked, hiding or (mask is not None and not mask_keeps_a_key))  # (B, H, T, S)
+        if edit is not None and edit.probsparse is not None:  # a lazy row's weights: 1/S, or 1 on keys 0..i if masked
+            weights = sparsify(weights, qh, kh, edited, edit.probsparse, edit.seed, causal=mask is not None)
         rec("softmax", weights)
         mixed = weighted_sum(weights, vh)  # (B, H, T, Dv)
         if edit is not None and edit.ablate:

@@ -365,6 +365,15 @@ export function getAttribution(body) {
   return requestJson('/api/v1/attribution', postJson(body));
 }
 
+/**
+ * POST /api/v1/edit/effect: what a what-if edit changes (each later layer's rows, the final hidden state, the
+ * next token of a model with an LM head) and, for a ProbSparse edit, the active queries of each edited head.
+ * @param {{text: string, text_pair?: string|null, model?: string|null, edit: object}} body
+ */
+export function getEditEffect(body) {
+  return requestJson('/api/v1/edit/effect', postJson(body));
+}
+
 /** POST /api/v1/token: the vocabulary id of a text that is one token ({model, id, token, display}); 422 else. */
 export function getSingleToken({ text, model = null }) {
   return requestJson('/api/v1/token', postJson({ text, model }));
@@ -392,4 +401,35 @@ export function getSequenceReach(body) {
  */
 export function getSequenceSweep() {
   return requestJson('/static/data/sequence-sweep.json');
+}
+
+export const INFORMER_TRAIN = '/api/v1/labs/informer/train';
+
+/**
+ * POST /api/v1/labs/informer/watch: a job's network (after its latest evaluation) on one test window.
+ * @returns {Promise<{step: number, series: string, attention: string, index: number, windows: number, start: number,
+ *   times: number[], history: number[], truth: number[], forecast: number[], naive: number[],
+ *   layers: Array<{length: number, weights: number[][][], measure: number[][]|null, active: number[][]|null}>}>}
+ */
+export function watchInformer(body) {
+  return requestJson('/api/v1/labs/informer/watch', postJson(body));
+}
+
+/**
+ * GET /api/v1/labs/informer/series: the series the lab forecasts, with their test windows at a window and horizon.
+ * @returns {Promise<{window: number, horizon: number, series: Array<{name: string, unit: string, season: number,
+ *   step_label: string, values: number, first: number, last: number, test_windows: number|null}>}>}
+ */
+export function getInformerSeries({ window, horizon }) {
+  return requestJson(`/api/v1/labs/informer/series?${new URLSearchParams({ window: String(window), horizon: String(horizon) })}`);
+}
+
+/**
+ * The CPU measurements of bench/informer.py, a static file written by the benchmark (nothing runs here).
+ * @returns {Promise<{machine: string, threads: number, heads: number, d_model: number, factor: number,
+ *   lengths: number[], full: {seconds: number[], peak_mb: number[]}, probsparse: {seconds: number[],
+ *   peak_mb: number[]}, crossover: number|null, seeds: object[]}>}
+ */
+export function getInformerSweep() {
+  return requestJson('/static/data/informer-sweep.json');
 }

@@ -20,6 +20,7 @@ import {
   fetchAggregate, fetchContribution, fetchLayer, fetchMetrics, fetchOverview, hasOverview, headRows, sentenceKey,
 } from './views/explorer-data.js';
 import { createEditor } from './views/explorer-edit.js';
+import { activeRows, createEffect } from './views/explorer-effect.js';
 import { createAttributionPanel } from './views/explorer-attribution.js';
 import { createLensPanel, readLens, writeLens } from './views/explorer-lens.js';
 import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
@@ -111,8 +112,10 @@ const options = createOptions({
   kind: $('kind-select'), colour: $('colour-select'), scale: $('scale-select'), gamma: $('gamma-select'),
   words: $('words-toggle'), specials: $('specials-toggle'),
 }, { onChange: choose });
+const effectPanel = createEffect($('edit-effect'));
 const editor = createEditor({
-  form: $('edit-form'), layer: $('edit-layer'), heads: $('edit-heads'), temperature: $('edit-temperature'),
+  form: $('edit-form'), layer: $('edit-layer'), heads: $('edit-heads'), kind: $('edit-kind'),
+  factor: $('edit-factor'), kindNote: $('edit-kind-note'), temperature: $('edit-temperature'),
   hide: $('edit-hide'), ablate: $('edit-ablate'), error: $('edit-error'),
   banner: $('edit-banner'), summary: $('edit-summary'), diff: $('edit-diff'), undo: $('edit-undo'),
 }, {
@@ -347,16 +350,19 @@ async function render(state) {
 
   const wanted = largeMatrix(fixed, kind); // downloads while the grid is painted
   wanted.catch(() => {}); // awaited below (no unhandled rejection meanwhile)
+  const effectWanted = effectPanel.load(fixed).catch(() => null); // what the edit changed: shown when it comes
   let large;
   let view;
+  let effect;
   try {
     if (newView) await afterPaint(); // the grid first: parsing plotly.js holds the main thread
-    [large, view] = await Promise.all([wanted, heatmapView()]);
+    [large, view, effect] = await Promise.all([wanted, heatmapView(), effectWanted]);
   } catch (error) {
     if (guard.current(ticket)) status.error(error);
     return;
   }
   if (!guard.current(ticket)) return;
+  effectPanel.draw(effect);
 
   const diff = Boolean(large.unedited);
   const matrices = diff ? [large.matrix, large.unedited] : [large.matrix];
@@ -379,10 +385,13 @@ async function render(state) {
   if (shape.missing) notes.push(t('explorer.view.missing'));
   const focus = fixed.focus === null ? null : shape.fromToken(fixed.focus);
   const query = shape.fromToken(fixed.query);
+  const active = kind === 'weight' ? activeRows(effect, fixed.layer, fixed.head) : null;
+  const marked = active ? [...new Set(active.map((i) => shape.fromToken(i)).filter((r) => r !== null))] : [];
+  if (active) notes.push(t('explorer.effect.marked', { u: active.length }));
   const figure = attentionHeatmapFigure({
     tokens: shape.tokens, matrix, layer: fixed.layer, head: fixed.head, query, focus, kind, diff,
     edited: Boolean(fixed.edit), zmax, gamma: diff ? 1 : fixed.gamma, boundary: segmentBoundary(shape.tokens),
-    notes, size: els.heatmap.clientWidth,
+    notes, marked, size: els.heatmap.clientWidth,
   });
   await view.renderHeatmap(els.heatmap, figure, {
     text: fixed.text, layer: fixed.layer, head: fixed.head, keep: [query, focus].filter((i) => i !== null),

@@ -144,3 +144,48 @@ def test_each_token_shows_the_index_the_hidden_keys_ask_for(page: Page, api):
         (chip) => [getComputedStyle(chip, '::before').content, chip.textContent])""")
     assert [index for index, _ in shown] == [f'"{i}"' for i in range(len(tokens))]
     assert [text for _, text in shown] == [token["display"] for token in tokens]  # the chip's own text is the token's
+
+
+def test_a_probsparse_edit_marks_the_active_queries_and_says_what_it_changed(page: Page, api):
+    """The form's ProbSparse kind: the edited maps are the API's, the head's active queries are outlined on the
+    large map (and no row of an unedited head is), and every number of the effect's sentences is the answer's."""
+    from .helpers import switch_to_chinese
+
+    text = text_of(32)
+    page.goto(link(text, layer=2, head=4))
+    wait_title(page, "Layer 2 · Head 4")
+    page.locator("#edit-layer").select_option("2")
+    page.locator("#edit-heads").fill("4")
+    page.locator("#edit-kind").select_option("probsparse")
+    expect(page.locator("#edit-temperature")).to_be_disabled()
+    expect(page.locator("#edit-kind-note")).to_be_visible()
+    page.locator("#edit-factor").fill("1")
+    page.locator("#edit-apply").click()
+    wait_title(page, "Layer 2 · Head 4 (edited)")
+    params = url_query(page)
+    assert params["edit_kind"] == ["probsparse"] and params["edit_c"] == ["1"]
+    edit = {"layer": 2, "heads": [4], "kind": "probsparse", "factor": 1}
+    assert np.abs(drawn(page) - head(api, text, 2, 4, edit)).max() <= COMPACT
+
+    effect = post(api, "/api/v1/edit/effect", {"text": text, "edit": edit})
+    active = effect["probsparse"]["active"][0]
+    n = len(effect["tokens"])
+    lines = page.locator("#edit-effect p")
+    expect(lines.first).to_contain_text(f"{len(active)} of {n} queries keep their softmax row")
+    expect(lines.first).to_contain_text(f"the other {n - len(active)} get the mean of V")
+    expect(lines.nth(1)).to_contain_text(f"= {effect['hidden_relative']:.3f}")
+    means = [f"layer {layer} {np.mean(row):.3f}" for layer, row in zip(effect["layers"], effect["row_change_mean"],
+                                                                        strict=True)]
+    expect(lines.nth(2)).to_contain_text(", ".join(means))
+    outlined = page.evaluate("() => document.getElementById('heatmap').layout.shapes"
+                             ".filter((s) => s.line.color === '#e64980').map((s) => s.y0 + 0.5)")
+    assert sorted(outlined) == active  # every token is its own row here (no word view, specials shown)
+    expect(page.locator("#heatmap")).to_contain_text(f"this head’s {len(active)} active queries")
+
+    page.locator("#head-select").select_option("5")  # a head the edit left as it was: nothing outlined
+    wait_title(page, "Layer 2 · Head 5 (edited)")
+    assert page.evaluate("() => document.getElementById('heatmap').layout.shapes"
+                         ".filter((s) => s.line.color === '#e64980').length") == 0
+
+    switch_to_chinese(page)
+    expect(page.locator("#edit-effect p").first).to_contain_text(f"{n} 个查询里有 {len(active)} 个保留 softmax 行")

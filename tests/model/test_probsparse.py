@@ -15,6 +15,7 @@ import torch
 from model.lab import probsparse
 from model.lab.toy import run_toy
 from model.lab.toy_backward import run_toy_backward
+from model.nets import sparse
 
 RNG = np.random.default_rng(38)
 
@@ -89,7 +90,7 @@ def test_probsparse_equals_the_numpy_reference_on_its_own_sample(length, keys, n
 def test_the_sample_is_seeded_shared_by_the_heads_and_drawn_from_its_own_stream():
     a = run_toy(variant="probsparse", factor=1, seed=4)["probsparse"]["sampled_keys"]
     b = run_toy(variant="probsparse", factor=1, seed=4, n_heads=1)["probsparse"]["sampled_keys"]
-    generator = torch.Generator().manual_seed(4 + probsparse.SAMPLE_STREAM)
+    generator = torch.Generator().manual_seed(4 + sparse.SAMPLE_STREAM)
     assert torch.equal(a, b) and torch.equal(a, torch.randint(4, (4, 2), generator=generator))
 
 

@@ -75,6 +75,9 @@ DOCUMENTED_RULES = {
     "int_type": (422, "Input should be a valid integer"),  # in positive data: only a number like 3.0
     # an /attention edit's hidden key beyond the input's tokens (model/nets/edit.py EDIT_RULES)
     "edit_hidden_key": (422, "out of range; this input has tokens"),
+    # a ProbSparse edit with another kind's fields, or of an input of one token (a decoder's)
+    "edit_probsparse_alone": (422, "leave"),
+    "edit_probsparse_short": (422, "send a text of at least 2 tokens"),
     # GET /positions: rules between its parameters or on the model (model/nets/positions.py POSITION_RULES)
     "positions_odd_d_model": (422, "must be even"),
     "positions_learned_d_model": (422, "learned table is"),
@@ -100,7 +103,9 @@ DOCUMENTED_RULES = {
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
               "additive", "hidden_keys", "positions", "upstream", "variant", "factor", "scale", "tau", "delta"}
 POSITIONS_FIELDS = {"d_model", "length"}
-LAB_FIELDS = {"length", "d_model", "text"}  # the induction lab's settings checked together; a predicted text
+# the induction lab's settings checked together; a predicted text; the Informer lab's window and horizon against the
+# series' parts and the attention's memory, and a watched window beyond the job's test windows
+LAB_FIELDS = {"length", "d_model", "text", "window", "horizon", "index"}
 COST_FIELDS = {"d_model", "n_heads", "n_kv_heads", "n_layers", "seq_len"}
 
 
@@ -162,35 +167,42 @@ OPERATIONS = [
     ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
     ("POST", "/api/v1/lens"), ("POST", "/api/v1/generate"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/attribution"), ("POST", "/api/v1/token"), ("POST", "/api/v1/patch"),
+    ("POST", "/api/v1/edit/effect"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),
     ("POST", "/api/v1/labs/induction/train"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
     ("DELETE", "/api/v1/labs/induction/train/{job}"), ("POST", "/api/v1/labs/seq2seq/train"),
     ("GET", "/api/v1/labs/seq2seq/train/{job}/events"), ("DELETE", "/api/v1/labs/seq2seq/train/{job}"),
-    ("POST", "/api/v1/labs/seq2seq/predict"),
+    ("POST", "/api/v1/labs/seq2seq/predict"), ("POST", "/api/v1/labs/informer/train"),
+    ("GET", "/api/v1/labs/informer/train/{job}/events"), ("DELETE", "/api/v1/labs/informer/train/{job}"),
+    ("POST", "/api/v1/labs/informer/watch"), ("GET", "/api/v1/labs/informer/series"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
     ("GET", "/sequence"),
-    ("GET", "/iris"), ("GET", "/induction"), ("GET", "/seq2seq"), ("GET", "/cost"), ("GET", "/compare"),
+    ("GET", "/iris"), ("GET", "/induction"), ("GET", "/seq2seq"), ("GET", "/informer"), ("GET", "/cost"),
+    ("GET", "/compare"),
     ("GET", "/learn"), ("GET", "/learn/{chapter}"),
     ("GET", "/api/v1/corpus"), ("GET", "/api/v1/corpus/top"), ("GET", "/api/v1/corpus/pattern"),
     ("GET", "/api/v1/corpus/heads"), ("GET", "/corpus"),
 ]
 TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train"),
-         ("POST", "/api/v1/labs/seq2seq/train")}
+         ("POST", "/api/v1/labs/seq2seq/train"), ("POST", "/api/v1/labs/informer/train")}
 # Operations on a job: the fuzzer never holds the id of a job the server made, so each schema-valid
 # request is a documented 404 (unknown_job); the API tests (tests/api/test_iris.py, test_labs.py) cover real jobs.
 ON_A_JOB = {("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
             ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/labs/induction/train/{job}/events"),
             ("DELETE", "/api/v1/labs/induction/train/{job}"), ("GET", "/api/v1/labs/seq2seq/train/{job}/events"),
-            ("DELETE", "/api/v1/labs/seq2seq/train/{job}"), ("POST", "/api/v1/labs/seq2seq/predict")}
+            ("DELETE", "/api/v1/labs/seq2seq/train/{job}"), ("POST", "/api/v1/labs/seq2seq/predict"),
+            ("GET", "/api/v1/labs/informer/train/{job}/events"), ("DELETE", "/api/v1/labs/informer/train/{job}"),
+            ("POST", "/api/v1/labs/informer/watch")}
 # The corpus routes: the fuzzed server has no corpus, so each request is a documented 409 (no_corpus), invalid
 # data too (the corpus is looked for first); tests/api/test_corpus_routes.py covers a served index.
 WITHOUT_A_CORPUS = {("GET", "/api/v1/corpus/top"), ("GET", "/api/v1/corpus/pattern"), ("GET", "/api/v1/corpus/heads")}
 WITH_INPUTS = {op for op in OPERATIONS if op[0] == "POST"} | ON_A_JOB | {("GET", "/api/v1/positions"),
                                                                          ("GET", "/api/v1/cost"),
+                                                                         ("GET", "/api/v1/labs/informer/series"),
                                                                          ("GET", "/learn/{chapter}")}
 WITH_INPUTS |= WITHOUT_A_CORPUS
-# Operations with only a few valid requests: /learn/{chapter} has fourteen (1 to 14), all sent when fuzzing positively;
+# Operations with only a few valid requests: /learn/{chapter} has fifteen (1 to 15), all sent when fuzzing positively;
 # fuzzed negatively, any other chapter is the path's page answered 404.
 FEW_VALID = {("GET", "/learn/{chapter}")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [

@@ -42,7 +42,8 @@ def test_every_request_body_documents_examples(spec):
                                                   "/api/v1/labs/seq2seq/predict",
                                                   "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions",
                                                   "/api/v1/lens", "/api/v1/generate", "/api/v1/attribution",
-                                                  "/api/v1/token", "/api/v1/patch"}
+                                                  "/api/v1/token", "/api/v1/patch", "/api/v1/edit/effect",
+                                                  "/api/v1/labs/informer/train", "/api/v1/labs/informer/watch"}
     for method, path, media, schema in bodies:
         assert schema.get("examples"), f"{method} {path}: the schema has no examples"
         # Swagger UI's "Try it out" starts from the first named example of the body
@@ -69,7 +70,10 @@ def test_every_documented_example_is_answered_200(spec, live_server):
     posted = 0
     jobs = {"/api/v1/iris/predict": _trained_job(live_server.base),
             "/api/v1/labs/seq2seq/predict": _trained_job(live_server.base, "/api/v1/labs/seq2seq/train",
-                                                         {"steps": 1, "hidden": 8})}
+                                                         {"steps": 1, "hidden": 8}),
+            "/api/v1/labs/informer/watch": _trained_job(live_server.base, "/api/v1/labs/informer/train",
+                                                        {"series": "sunspots", "window": 22, "horizon": 5, "steps": 1,
+                                                         "d_model": 8})}
     for method, path, media, schema in _bodies(spec):
         validator = jsonschema_rs.Draft202012Validator({**media["schema"], "components": spec["components"]})
         for example in schema["examples"]:

@@ -6,6 +6,7 @@ import { escapeForPlotly } from './escape.js';
 export const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif'; // ui-text: not UI (font families)
 export const TEXT_COLOUR = '#1b2330';
 export const HIGHLIGHT = '#f08c00'; // the chosen query or head: the orange of the explorer's selected head
+export const MARKED = '#e64980'; // rows marked apart from the chosen one (ProbSparse's active queries): pink on viridis
 export const LABEL_PX = 12; // vertical room one tick label needs
 export const MAX_LABEL_CHARS = 14;
 

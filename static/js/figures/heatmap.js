@@ -2,7 +2,7 @@
 // over heads or rollout, contribution norms, or a difference (edited − unedited) on a diverging
 // scale. Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
-import { FONT, HIGHLIGHT, keepTicks, mapColorbar, squareAxes, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
+import { FONT, HIGHLIGHT, MARKED, keepTicks, mapColorbar, squareAxes, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
 import { matrixAbsMax, matrixMax, plotlyColorscale, plotlyDiverging } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
 
@@ -61,12 +61,13 @@ function kindTitle({ kind, layer, head }) {
  *   outlined (its row always labelled); size is the figure's width in pixels, used to thin out tick
  *   labels that would overlap; `zmax` a scale shared with other maps (null: this map's maximum);
  *   `focus` a token whose row and column are highlighted; `boundary` the index of segment B's first
- *   token (a line is drawn before it); `notes` sentences shown under the title (e.g. rows renormalised)
+ *   token (a line is drawn before it); `notes` sentences shown under the title (e.g. rows renormalised);
+ *   `marked` rows outlined in MARKED (a ProbSparse edit's active queries)
  * @returns {{data: object[], layout: object, labels: string[]}}
  */
 export function attentionHeatmapFigure({
   tokens, matrix, layer, head, query = null, size = 560, kind = 'weight', diff = false, edited = false,
-  zmax = null, gamma = 1, focus = null, boundary = null, notes = [],
+  zmax = null, gamma = 1, focus = null, boundary = null, notes = [], marked = [],
 }) {
   const n = tokens.length;
   const labels = tokens.map((token) => escapeForPlotly(tokenLabel(token)));
@@ -82,6 +83,7 @@ export function attentionHeatmapFigure({
   const line = (x0, x1, y0, y1, colour, width, dash = 'solid') => shapes.push({
     type: 'rect', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: colour, width, dash }, fillcolor: 'rgba(0,0,0,0)',
   });
+  for (const row of marked) if (row < n) line(-0.5, n - 0.5, row - 0.5, row + 0.5, MARKED, 1.5);
   if (query !== null && query < n) line(-0.5, n - 0.5, query - 0.5, query + 0.5, HIGHLIGHT, 2);
   if (focus !== null && focus < n) {
     line(-0.5, n - 0.5, focus - 0.5, focus + 0.5, HIGHLIGHT, 1.5, 'dot');

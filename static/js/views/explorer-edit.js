@@ -1,9 +1,10 @@
-// What-if edits: the form (layer, heads, temperature, hidden keys, ablate) and the banner that marks
-// an edited view, shows the edit, toggles the difference map and returns to the unedited answer.
+// What-if edits: the form (layer, heads, and either temperature, hidden keys, ablate or Informer's ProbSparse
+// with its factor c) and the banner that marks an edited view, shows the edit, toggles the difference map and
+// returns to the unedited answer.
 import { t } from '../i18n/index.js';
 import { errorMessage } from '../page.js';
 import { fillIndices } from './controls.js';
-import { indexList } from './explorer-state.js';
+import { PROBSPARSE_FACTOR, indexList } from './explorer-state.js';
 
 const listText = (list) => (list && list.length ? list.join(', ') : '');
 const parseList = (text) => {
@@ -11,10 +12,11 @@ const parseList = (text) => {
   return cleaned ? indexList(cleaned) : [];
 };
 
-/** The edit in words: "layer 2, heads 5 · temperature 3 · keys 4, 5 hidden · ablated". */
+/** The edit in words: "layer 2, heads 5 · temperature 3 · keys 4, 5 hidden · ablated" or "… · ProbSparse, c = 5". */
 export function describeEdit(edit) {
   const parts = [edit.heads ? t('explorer.edit.sumHeads', { layer: edit.layer, heads: listText(edit.heads) })
     : t('explorer.edit.sumAll', { layer: edit.layer })];
+  if (edit.kind === 'probsparse') return [...parts, t('explorer.edit.sumProbsparse', { factor: edit.factor })].join(' · ');
   if (edit.temperature !== 1) parts.push(t('explorer.edit.sumTemperature', { temperature: edit.temperature }));
   if (edit.hidden_keys.length) parts.push(t('explorer.edit.sumHidden', { keys: listText(edit.hidden_keys) }));
   if (edit.ablate) parts.push(t('explorer.edit.sumAblate'));
@@ -22,7 +24,8 @@ export function describeEdit(edit) {
 }
 
 /**
- * @param {{form: HTMLFormElement, layer: HTMLSelectElement, heads: HTMLInputElement,
+ * @param {{form: HTMLFormElement, layer: HTMLSelectElement, heads: HTMLInputElement, kind: HTMLSelectElement,
+ *   factor: HTMLInputElement, kindNote: HTMLElement,
  *   temperature: HTMLInputElement, hide: HTMLInputElement, ablate: HTMLInputElement, error: HTMLElement,
  *   banner: HTMLElement, summary: HTMLElement, diff: HTMLButtonElement, undo: HTMLButtonElement}} els
  * @param {{onEdit: (edit: object|null) => void, onDiff: (on: boolean) => void}} options
@@ -31,6 +34,15 @@ export function createEditor(els, { onEdit, onDiff }) {
   let diffOn = false;
   let layerChosen = false; // the learner picked the edit's layer: it no longer follows the selected head's
   els.layer.addEventListener('change', () => { layerChosen = true; });
+  // ProbSparse replaces the heads' weights: the temperature, hidden keys and ablation are another kind's
+  const showKind = () => {
+    const sparse = els.kind.value === 'probsparse';
+    for (const input of [els.temperature, els.hide, els.ablate]) input.disabled = sparse;
+    els.factor.disabled = !sparse;
+    els.kindNote.hidden = !sparse;
+  };
+  els.kind.addEventListener('change', showKind);
+  showKind();
   const problem = (key) => {
     els.error.textContent = t(key);
     els.error.hidden = false;
@@ -39,18 +51,21 @@ export function createEditor(els, { onEdit, onDiff }) {
   els.form.addEventListener('submit', (event) => {
     event.preventDefault();
     const heads = parseList(els.heads.value);
+    if (heads === null) return problem('explorer.edit.badHeads');
+    const chosen = { layer: Number(els.layer.value), heads: heads.length ? heads : null };
+    if (els.kind.value === 'probsparse') {
+      const factor = Number(els.factor.value);
+      if (!Number.isInteger(factor) || factor < 1 || factor > 64) return problem('explorer.edit.badFactor');
+      els.error.hidden = true;
+      return onEdit({ ...chosen, kind: 'probsparse', factor, temperature: 1, hidden_keys: [], ablate: false });
+    }
     const hidden = parseList(els.hide.value);
     const temperature = Number(els.temperature.value);
-    if (heads === null) return problem('explorer.edit.badHeads');
     if (hidden === null) return problem('explorer.edit.badHide');
     if (!Number.isFinite(temperature) || temperature <= 0) return problem('explorer.edit.badTemperature');
     els.error.hidden = true;
     return onEdit({
-      layer: Number(els.layer.value),
-      heads: heads.length ? heads : null,
-      temperature,
-      hidden_keys: hidden,
-      ablate: els.ablate.checked,
+      ...chosen, kind: 'weights', factor: PROBSPARSE_FACTOR, temperature, hidden_keys: hidden, ablate: els.ablate.checked,
     });
   });
   els.undo.addEventListener('click', () => onEdit(null));
@@ -87,6 +102,9 @@ export function createEditor(els, { onEdit, onDiff }) {
       els.temperature.value = String(edit.temperature);
       els.hide.value = listText(edit.hidden_keys);
       els.ablate.checked = edit.ablate;
+      els.kind.value = edit.kind;
+      els.factor.value = String(edit.factor);
+      showKind();
       els.summary.textContent = describeEdit(edit);
     },
   };
