@@ -136,3 +136,40 @@ def test_openapi_documents_the_route(client):
     for rule, (keys, _) in BACKWARD_RULES.items():
         assert f"`{rule}` {{{', '.join(keys)}}}" in op["description"]
     assert "torch.autograd float64" in op["description"]
+
+
+FORMULA_CASES = [
+    {"variant": "general", "seed": 2, "tau": 1.5, "delta": [0.5, -1, 0, 2], "causal": True},
+    {"variant": "general", "seed": 4, "n_heads": 2},
+    {"variant": "cosine", "scale": 3, "tau": 0.5},
+    {"variant": "cosine", "n_heads": 2, "causal": True},
+    {"tau": 2.0},
+]
+
+
+@pytest.mark.parametrize("body", FORMULA_CASES)
+def test_the_formulas_the_page_writes_hold_on_the_answers_numbers(client, body):
+    """static/js/figures/backward.js writes dQ_h = τ · dS_h · K_h (general: · W_s,hᵀ; cosine: through the norms) and
+    dW_s,h = τ · Q_hᵀ · dS_h · K_h: each recomputed here with numpy from the answer's own q, k, dS and W_s."""
+    import numpy as np
+
+    answer = client.post(URL, json=body).json()
+    f, g = answer["forward"], answer["gradients"]
+    tau = body.get("tau", 1.0)
+    assert f["tau"] == tau
+    for h in range(f["n_heads"]):
+        q, k = (np.array(f["steps"]["split"][m][h]) for m in ("q", "k"))
+        ds = tau * np.array(g["scores"][h])
+        if body.get("variant") == "general":
+            w = np.array(f["general_w"][h])
+            want_q, want_k = ds @ k @ w.T, ds.T @ q @ w
+            assert np.abs(np.array(g["general_w"][h]) - q.T @ ds @ k).max() <= 1e-10
+        elif body.get("variant") == "cosine":
+            qn, kn = np.linalg.norm(q, axis=1, keepdims=True), np.linalg.norm(k, axis=1, keepdims=True)
+            cos = (q / qn) @ (k / kn).T
+            want_q = (ds @ (k / kn) - (ds * cos).sum(axis=1, keepdims=True) * q / qn) / qn
+            want_k = (ds.T @ (q / qn) - (ds * cos).sum(axis=0)[:, None] * k / kn) / kn
+        else:
+            want_q, want_k = ds @ k, ds.T @ q
+        assert np.abs(np.array(g["q"][h]) - want_q).max() <= 1e-10
+        assert np.abs(np.array(g["k"][h]) - want_k).max() <= 1e-10

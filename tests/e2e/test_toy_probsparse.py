@@ -34,3 +34,8 @@ def test_probsparse_factor_request_drawing_caption_and_url(page: Page, api):
     expect(stage(page)).to_have_attribute("aria-busy", "false")
     params = parse_qs(urlsplit(page.url).query)
     assert params["variant"] == ["probsparse"] and params["factor"] == ["1"]
+    # the active rows are outlined in pink on the weights (the query's own row in orange), and the caption says so
+    marked = page.evaluate("""() => document.querySelector('[data-matrix="softmax"]').layout.shapes
+        .filter((s) => s.line && s.line.color === '#e64980').map((s) => s.y0 + 0.5)""")
+    assert sorted(marked) == active
+    expect(stage(page)).to_contain_text("softmax on the active rows (outlined in pink)")

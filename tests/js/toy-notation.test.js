@@ -98,4 +98,18 @@ test("the backward view names the additive scorer's parameters W, U, v of the he
   assert.deepEqual(symbols.additive_v, ['v[1]', 'dv[1]']);
   const softmax = backwardSteps(answer, 1).find((s) => s.id === 'softmax').pairs[0];
   assert.deepEqual([softmax.forwardSymbol, softmax.symbol], ['A_1', 'dA_1']);
+
+  // Luong's general score: W_s of the head beside its gradient, and τ in the formulas when τ ≠ 1
+  const general = {
+    ...answer, forward: { ...answer.forward, variant: 'general', general_w: perHead(2, 2), tau: 1.5 },
+    gradients: { ...gradients, additive_w_q: undefined, general_w: perHead(2, 2) },
+  };
+  const steps2 = backwardSteps(general, 1);
+  const weights = steps2.find((s) => s.id === 'weights');
+  const ws = weights.pairs.find((p) => p.name === 'general_w');
+  assert.deepEqual([ws.forwardSymbol, ws.symbol], ['W_s,1', 'dW_s,1']);
+  assert.ok(weights.formula.endsWith('dW_s,h = τ · Q_hᵀ · dS_h · K_h'));
+  assert.equal(steps2.find((s) => s.id === 'q').formula, 'dQ_h = τ · dS_h · K_h · W_s,hᵀ');
+  const plain = { ...general, forward: { ...general.forward, tau: 1 } };
+  assert.equal(backwardSteps(plain, 1).find((s) => s.id === 'k').formula, 'dK_h = dS_hᵀ · Q_h · W_s,h');
 });

@@ -32,12 +32,21 @@ export const VARIANT_FORMULAS = Object.freeze({
   'scores.straight_through': 'dS_h = Ã_h ⊙ (dA_h − rowsum(dA_h ⊙ Ã_h)) × scale  (Ã_h soft)',
   'q.additive': 'dq_i = Σ_j dS_ij · (v ⊙ (1 − tanh²(q_i W + k_j U))) · Wᵀ',
   'k.additive': 'dk_j = Σ_i dS_ij · (v ⊙ (1 − tanh²(q_i W + k_j U))) · Uᵀ',
+  'q.general': 'dQ_h = dS_h · K_h · W_s,hᵀ',
+  'k.general': 'dK_h = dS_hᵀ · Q_h · W_s,h',
+  'weights.general': `${FORMULAS.weights},  dW_s,h = Q_hᵀ · dS_h · K_h`,
+  'q.cosine': 'dq_i = Σ_j dS_ij · (k̂_j − (q̂_i · k̂_j) q̂_i) / |q_i|',
+  'k.cosine': 'dk_j = Σ_i dS_ij · (q̂_i − (q̂_i · k̂_j) k̂_j) / |k_j|',
 });
 
-/** The formula written beside a step of this answer. */
+/** The formula written beside a step of this answer. With τ ≠ 1 (scores · τ + δ) the scores' gradient reaches q, k
+ * and W_s times τ. */
 export function formulaOf(id, answer) {
   const variant = id === 'scores' ? `scores.${answer.flow}` : `${id}.${answer.forward.variant}`;
-  return VARIANT_FORMULAS[variant] ?? FORMULAS[id];
+  const formula = VARIANT_FORMULAS[variant] ?? FORMULAS[id];
+  if ((answer.forward.tau ?? 1) === 1) return formula;
+  if (id === 'q' || id === 'k') return formula.replace('= ', '= τ · ');
+  return id === 'weights' ? formula.replace('dW_s,h = ', 'dW_s,h = τ · ') : formula;
 }
 
 const ROUNDING = 1e-9; // relative to the largest gradient: below this a colour would show rounding only
@@ -84,6 +93,7 @@ export function backwardSteps(answer, head) {
         pair('additive_w_k', `dU[${h}]`, f.additive.w_k[h], `U[${h}]`, g.additive_w_k[h], null),
         pair('additive_v', `dv[${h}]`, [f.additive.v[h]], `v[${h}]`, [g.additive_v[h]], ['']),
       ] : []),
+      ...(g.general_w ? [pair('general_w', `dW_s,${h}`, f.general_w[h], `W_s,${h}`, g.general_w[h], null)] : []),
     ]],
     ['biases', ['o', 'v', 'k', 'q'].map((w) => pair(`b_${w}`, `db_${w}`, null, null, [g[`b_${w}`]], ['']))],
     ['inputs', [

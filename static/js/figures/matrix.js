@@ -324,7 +324,8 @@ export function matrixFigure({
   return { data: [trace], layout };
 }
 
-/** An orange rectangle around rows row0…row1 and columns col0…col1 (inclusive; missing: `extent`'s). */
+/** A rectangle around rows row0…row1 and columns col0…col1 (inclusive; missing: `extent`'s), orange unless the
+ * highlight names its `colour`. */
 function outline(h, extent, width = 3) {
   return {
     type: 'rect',
@@ -334,7 +335,7 @@ function outline(h, extent, width = 3) {
     x1: (h.col1 ?? extent.x1) + 0.5,
     y0: (h.row0 ?? extent.y0) - 0.5,
     y1: (h.row1 ?? extent.y1) + 0.5,
-    line: { color: HIGHLIGHT, width },
+    line: { color: h.colour ?? HIGHLIGHT, width },
     fillcolor: 'rgba(0,0,0,0)',
   };
 }

@@ -9,12 +9,12 @@
 // and figures fit the screen at 512 tokens; each step also names its whole matrix (`overview`),
 // which the page shows small with the window outlined.
 import { t } from '../i18n/index.js';
-import { labelMargin, tokenLabel } from './axes.js';
+import { MARKED, labelMargin, tokenLabel } from './axes.js';
 import { barsFigure } from './bars.js';
 import { escapeForPlotly } from './escape.js';
 import { isGrouped, kvGroup } from './kv-groups.js';
 import { formatCell, matrixFigure, NUMBERS_MAX, signedRange, valueMax } from './matrix.js';
-import { probsparseVariant } from './probsparse.js';
+import { isFullAttention, probsparseVariant } from './probsparse.js';
 
 /** The steps of multi-head attention, in order (model/steps.py STEPS). */
 export const STEPS = Object.freeze([
@@ -853,8 +853,13 @@ function softmaxStep(T, c) {
   const stacked = c.width < STACKED_PX; // a phone: the weights, (the soft weights) and the bars one under another
   // Weights on a scale up to the drawn window's largest: a few keys ([CLS], [SEP]) often take
   // most of the weight, which would leave every other drawn cell white.
+  // ProbSparse: the head's active queries outlined in pink (all of them when every query is active: nothing to mark)
+  const sparse = T.variant === 'probsparse' && T.probsparse && !isFullAttention(T) ? T.probsparse : null;
+  const active = sparse ? sparse.active[Math.min(c.head, sparse.active.length - 1)] : [];
+  const marks = active.filter((r) => r >= c.rows.start && r < c.rows.end).map((r) => ({ row0: r, row1: r, colour: MARKED }));
   const heat = squareMap(T, c, shownA, {
     kind: 'weights', range: valueMax(shownA), fraction: stacked ? 0.9 : 0.5, minCell: 24, cellPx: Math.min(c.size.square, 26),
+    highlights: [...marks, c.rowQ],
   });
   const label = { query: c.q, label: c.qLabel };
   const caption = c.keys.windowed
