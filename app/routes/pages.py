@@ -154,6 +154,26 @@ def seq2seq(request: Request) -> HTMLResponse:
 
 
 @router.get(
+    "/informer",
+    response_class=HTMLResponse,
+    summary="The Informer lab: ProbSparse self-attention against full attention forecasting a real series, live",
+    description=(
+        "Train a small Informer-style encoder twice with the same settings, once with ProbSparse self-attention and "
+        "once with full attention, on the weekly Mauna Loa CO₂ series or the yearly sunspot numbers: both networks' "
+        "validation MSE against the step and the seconds drawn live from "
+        "`GET /api/v1/labs/informer/train/{job}/events`, their test MSE beside the seasonal-naive and linear "
+        "forecasts', a test window's forecasts and every layer's attention from `POST /api/v1/labs/informer/watch` "
+        "(the active queries marked, the length halving from layer to layer), and one forward's time and memory "
+        "against the window length read from static/data/informer-sweep.json (written by `python -m "
+        "bench.informer`). Its state lives in the query string: `series`, `window`, `horizon`, `steps`, `factor`, "
+        "`seed`, and `job` and `full` (the ProbSparse and the full-attention job)."
+    ),
+)
+def informer(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "informer.html")
+
+
+@router.get(
     "/cost",
     response_class=HTMLResponse,
     summary="What attention costs: parameters, memory and FLOPs",
@@ -202,13 +222,14 @@ def corpus(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "corpus.html")
 
 
-LEARN_CHAPTERS = 14  # static/js/learn/chapters.js lists them, in this order
+LEARN_CHAPTERS = 15  # static/js/learn/chapters.js lists them, in this order
 LEARN_DESCRIPTION = (
-    "Fourteen short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
+    "Fifteen short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
     "one live view: where attention came from (the encoder-decoder bottleneck, Bahdanau's additive attention); "
     "query, key and value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; "
     "many heads; self, cross and masked attention; order and positions; a real model; learning; induction heads; "
-    "cost (the attention matrix, the KV cache); linear attention and FlashAttention. `/learn` lists them, "
+    "cost (the attention matrix, the KV cache); linear attention and FlashAttention; the Transformer block; RNN, "
+    "convolution or attention; forecasting with sparse attention (Informer's ProbSparse). `/learn` lists them, "
     f"`/learn/{{chapter}}` (1 to {LEARN_CHAPTERS}) shows one; any other chapter is a 404 page in the chosen "
     "language that lists them. The state lives in the query string: `text` (the sentence) and each chapter's own "
     "settings; the chapters seen are kept in the browser only."

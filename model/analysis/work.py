@@ -31,8 +31,8 @@ Per operation (the functions below, each with its formula):
   (its FLOPs against the budget), refused as `patch_too_large`;
 * generate: forward(p) + head(1) for the prompt, then per new token j (context p + j) linear(R) +
   attend(1, p + j) + head(R), R = DECODE_ROWS: a one-token step runs at the pace of reading the weights;
-* the training labs (induction, seq2seq, Iris): steps × batch × 3 × one example's forward (their own functions
-  below); a job, which runs in the background and can be cancelled, may take JOB_SHARE budgets.
+* the training labs (induction, seq2seq, Iris, Informer): steps × batch × 3 × one example's forward (their own
+  functions below); a job, which runs in the background and can be cancelled, may take JOB_SHARE budgets.
 
 Not bounded here: the corpus queries (GET /api/v1/corpus/...) run no model; they read the index the server was
 started with, k texts at most (MAX_K), and their cost grows with that index, not with the request.
@@ -44,6 +44,7 @@ in the tokens, the steps and the new tokens, so `largest` inverts it by bisectio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from model.errors import RuleError
@@ -266,6 +267,32 @@ def iris(epochs: int, flowers: int, features: int, tokens: int, width: int, clas
     t, e = tokens, width
     per_flower = 2 * features * t * e + t * 8 * e * e + 4 * t * t * e + 2 * e * classes
     return float(TRAINING * epochs * flowers * per_flower)
+
+
+def informer(window: int, horizon: int, layers: int, d_model: int, factor: int, attention: str, batch: int,
+             steps: int) -> float:
+    """3·steps·batch·(2·3·L·D + Σ_l layer(n_l) + 2·n_last·D·H): a window of L values embedded by a convolution of
+    width 3, then `layers` encoder layers at lengths n_l = ⌈L/2^l⌉ (each distilling layer halves it), each
+    8·n·D² (q, k, v, o) + 16·n·D² (a feed-forward of 4D) + its attention, and between two layers the distilling
+    convolution (width 3, D to D: 6·n·D²); the head maps the last n·D values to the H forecast. Attention: full
+    4·n²·D (scores and weighted sums); ProbSparse 2·n·U·D (each query's sampled scores, U = min(c·⌈ln n⌉, n))
+    + 4·u·n·D (the u = min(c·⌈ln n⌉, n) active queries' rows; the lazy rows share one mean of V). The defaults
+    (L 96, H 24, 2 layers, D 32, batch 32): 0.47 GFLOP a step with ProbSparse, 0.55 with full attention."""
+    d = d_model
+    flops = 2 * 3 * window * d
+    n = window
+    for layer in range(layers):
+        flops += 24 * n * d * d
+        if attention == "full":
+            flops += 4 * n * n * d
+        else:
+            sampled = min(factor * math.ceil(math.log(n)), n) if n > 1 else n
+            flops += 2 * n * sampled * d + 4 * sampled * n * d
+        if layer < layers - 1:
+            flops += 6 * n * d * d
+            n = (n + 1) // 2
+    flops += 2 * n * d * horizon
+    return float(TRAINING * steps * batch * flops)
 
 
 def check_job(cost: Callable[[int], float], steps: int, budget_gflop: float, field: str, what: str) -> None:

@@ -15,12 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_route_knows_as_many_chapters_as_the_page():
     chapters = (ROOT / "static/js/learn/chapters.js").read_text(encoding="utf-8")
     listed = chapters[chapters.index("const CHAPTER_LIST = ["):chapters.index("export const CHAPTERS")]
-    assert len(re.findall(r"^    key: 'learn\.", listed, flags=re.M)) == LEARN_CHAPTERS == 14
+    assert len(re.findall(r"^    key: 'learn\.", listed, flags=re.M)) == LEARN_CHAPTERS == 15
     progress = (ROOT / "static/js/learn/progress.js").read_text(encoding="utf-8")
     assert f"export const CHAPTERS = {LEARN_CHAPTERS};" in progress
 
 
-@pytest.mark.parametrize("path", ["/learn", "/learn/1", "/learn/5", "/learn/9", "/learn/12", "/learn/14"])
+@pytest.mark.parametrize("path", ["/learn", "/learn/1", "/learn/5", "/learn/9", "/learn/12", "/learn/14", "/learn/15"])
 def test_the_path_and_each_chapter_are_the_learn_page(client, path):
     response = client.get(path)
     assert response.status_code == 200
@@ -29,7 +29,7 @@ def test_the_path_and_each_chapter_are_the_learn_page(client, path):
     assert 'id="chapter-view"' in response.text
 
 
-@pytest.mark.parametrize("chapter", ["0", "15", "10000", "x", "-1", "01", "1.5", "%E4%B8%AD"])
+@pytest.mark.parametrize("chapter", ["0", "16", "10000", "x", "-1", "01", "1.5", "%E4%B8%AD"])
 def test_other_chapters_are_the_page_answered_404(client, chapter):
     response = client.get(f"/learn/{chapter}")
     assert response.status_code == 404

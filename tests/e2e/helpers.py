@@ -80,6 +80,7 @@ NOTATION = {
     "RMSNorm", "GELU", "SiLU", "W_gate", "BERT", "Llama", "Gemma",  # the block on /steps: functions, a weight, families
     "RNN",  # /sequence: the recurrent network, by the name the notes give it (RNN、卷积与注意力)
     "ProbSparse", "Informer",  # /toy: Informer's ProbSparse attention, by the names its paper gives them
+    "MSE", "ELU", "ppm", "Zhou",  # /informer: the error, the distilling layer's activation, CO₂'s unit, the author
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside

@@ -1,4 +1,4 @@
-// The fourteen chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
+// The fifteen chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
 // parameters (with defaults), live view and the full pages it opens at the same state. A chapter's number
 // is its place in CHAPTERS (its URL is /learn/N); its words are the dictionaries' (`${key}.title`, `.lead`,
 // `.p1`…, `.try1`…). The first nine chapters written keep their first prefixes (learn.c1 … learn.c9) while
@@ -14,6 +14,7 @@ import { inductionView } from './views-induction.js';
 import { BLOCKS, fastView } from './views-fast.js';
 import { blockView } from './views-block.js';
 import { DISTANCES, sequenceState, sequenceView } from './views-sequence.js';
+import { informerView, LAB_LONGEST, WINDOWS as INFORMER_WINDOWS } from './views-informer.js';
 import { WIDTHS } from './saturation.js';
 
 // Readers of one URL parameter: the value, or null for anything else (the default is then used).
@@ -184,6 +185,13 @@ const CHAPTER_LIST = [
       const { n, i, j } = sequenceState(s.distance);
       return [{ key: 'learn.sequence.open', href: pageLink('/sequence', { n, i, j }) }];
     },
+  },
+  {
+    key: 'learn.informer',
+    params: { window: [96, oneOf(INFORMER_WINDOWS)] },
+    view: informerView,
+    // the lab trains at the chapter's window when it takes it (its default, 96, is left out of the link)
+    links: (s) => [{ key: 'learn.informer.open', href: pageLink('/informer', { window: s.window !== 96 && s.window <= LAB_LONGEST ? s.window : null }) }],
   },
 ];
 
