@@ -10,6 +10,7 @@
 import { ApiError, getInformerSeries, INFORMER_TRAIN, startTraining, stopTraining, trainingEventsUrl } from './api.js';
 import { curvesFigure, KINDS, mse, secondsText, verdict } from './figures/informer.js';
 import { lang } from './i18n/index.js';
+import { followJob } from './labs/follow.js';
 import { labRefusal } from './labs/refusal.js';
 import { $, createPage, createStatus, range, setTitle, t } from './page.js';
 import { loadPlotly } from './views/plotly-loader.js';
@@ -180,49 +181,26 @@ async function finished() {
 }
 
 function follow(kind, job) {
-  const run = { job, source: null, evals: [], pending: [], phase: 'running', last: -1, done: null };
+  const run = { job, source: null, evals: [], pending: [], phase: 'running', done: null };
   runs[kind] = run;
   const mine = runs;
-  const source = new EventSource(trainingEventsUrl(INFORMER_TRAIN, job));
-  run.source = source;
-  const parse = (event) => {
-    try {
-      return JSON.parse(event.data);
-    } catch {
-      return null;
-    }
-  };
-  const end = (phase) => {
-    source.close();
-    run.phase = phase;
-    finished();
-  };
-  source.addEventListener('eval', (event) => {
-    const data = parse(event);
-    if (runs !== mine || !data || data.step <= run.last) return; // a reconnected stream repeats
-    run.last = data.step;
-    run.pending.push(data);
-    schedule();
-  });
-  source.addEventListener('done', (event) => {
-    if (runs !== mine) return;
-    run.done = parse(event);
-    end('done');
-  });
-  source.addEventListener('cancelled', () => {
-    if (runs === mine) end('cancelled');
-  });
-  source.addEventListener('error', (event) => {
-    if (runs !== mine) return;
-    if (typeof event.data === 'string') {
-      end('error');
-      status.problem(t('informer.error.failed', { detail: parse(event)?.detail ?? '' }));
-    } else if (source.readyState === EventSource.CLOSED) {
-      end('lost');
-      status.problem(t('informer.error.gone'));
-    } else {
-      status.info(t('informer.status.reconnecting'));
-    }
+  run.source = followJob(trainingEventsUrl(INFORMER_TRAIN, job), {
+    onEval: (data) => {
+      if (runs !== mine) return;
+      run.pending.push(data);
+      schedule();
+    },
+    onEnd: (phase, data) => {
+      if (runs !== mine) return;
+      run.phase = phase;
+      if (phase === 'done') run.done = data;
+      if (phase === 'error') status.problem(t('informer.error.failed', { detail: data?.detail ?? '' }));
+      if (phase === 'lost') status.problem(t('informer.error.gone'));
+      finished();
+    },
+    onReconnect: () => {
+      if (runs === mine) status.info(t('informer.status.reconnecting'));
+    },
   });
 }
 

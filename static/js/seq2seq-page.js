@@ -9,6 +9,7 @@
 import { ApiError, predictSeq2seq, startTraining, stopTraining, trainingEventsUrl } from './api.js';
 import { alignmentFigure, curvesFigure, lengthFigure } from './figures/seq2seq.js';
 import { lang } from './i18n/index.js';
+import { followJob } from './labs/follow.js';
 import { labRefusal } from './labs/refusal.js';
 import { $, createPage, createStatus, setTitle, t } from './page.js';
 import { longestMean } from './seq2seq/lengths.js';
@@ -170,49 +171,26 @@ function finished() {
 }
 
 function follow(kind, job) {
-  const run = { job, source: null, evals: [], pending: [], phase: 'running', last: -1, seconds: 0 };
+  const run = { job, source: null, evals: [], pending: [], phase: 'running', seconds: 0 };
   runs[kind] = run;
   const mine = runs;
-  const source = new EventSource(trainingEventsUrl(TRAIN, job));
-  run.source = source;
-  const parse = (event) => {
-    try {
-      return JSON.parse(event.data);
-    } catch {
-      return null;
-    }
-  };
-  const end = (phase) => {
-    source.close();
-    run.phase = phase;
-    finished();
-  };
-  source.addEventListener('eval', (event) => {
-    const data = parse(event);
-    if (runs !== mine || !data || data.step <= run.last) return; // a reconnected stream repeats
-    run.last = data.step;
-    run.pending.push(data);
-    schedule();
-  });
-  source.addEventListener('done', (event) => {
-    if (runs !== mine) return;
-    run.seconds = parse(event)?.seconds ?? 0;
-    end('done');
-  });
-  source.addEventListener('cancelled', () => {
-    if (runs === mine) end('cancelled');
-  });
-  source.addEventListener('error', (event) => {
-    if (runs !== mine) return;
-    if (typeof event.data === 'string') {
-      end('error');
-      status.problem(t('seq2seq.error.failed', { detail: parse(event)?.detail ?? '' }));
-    } else if (source.readyState === EventSource.CLOSED) {
-      end('lost');
-      status.problem(t('seq2seq.error.gone'));
-    } else {
-      status.info(t('seq2seq.status.reconnecting'));
-    }
+  run.source = followJob(trainingEventsUrl(TRAIN, job), {
+    onEval: (data) => {
+      if (runs !== mine) return;
+      run.pending.push(data);
+      schedule();
+    },
+    onEnd: (phase, data) => {
+      if (runs !== mine) return;
+      run.phase = phase;
+      if (phase === 'done') run.seconds = data?.seconds ?? 0;
+      if (phase === 'error') status.problem(t('seq2seq.error.failed', { detail: data?.detail ?? '' }));
+      if (phase === 'lost') status.problem(t('seq2seq.error.gone'));
+      finished();
+    },
+    onReconnect: () => {
+      if (runs === mine) status.info(t('seq2seq.status.reconnecting'));
+    },
   });
 }
 

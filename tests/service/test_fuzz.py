@@ -91,6 +91,9 @@ DOCUMENTED_RULES = {
     # the induction lab's settings that depend on each other (model/lab/induction.py): even, divisible, enough
     # tokens; the encoder-decoder's text to predict (its task's characters and lengths)
     "lab_setting": (422, ""),
+    # model/analysis/work.py: a job (or a model's work) estimated over the server's budget, e.g. the largest network
+    # the Informer lab's schema allows trained for thousands of steps
+    "work_too_large": (422, "GFLOP, more than the"),
     # the training jobs: ids the server never made (the fuzzer holds none of its ids), and the cap on running jobs
     "unknown_job": (404, "Unknown job"),
     "jobs_busy": (429, "training jobs are running"),
