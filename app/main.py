@@ -18,6 +18,7 @@ from .jobs.threads import light_thread
 from .memory import keep_startup_objects, return_large_buffers_to_the_os
 from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
 from .routes import analysis, api, attribution, corpus, generate, iris, lab, labs, pages, patching, service, toy
+from .routes.glimpse import router as glimpse_router
 from .routes.informer import router as informer_router
 from .routes.sequence import router as sequence_router
 from .settings import STATIC_DIR, Settings
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(iris.router)
     app.include_router(labs.router)
     app.include_router(informer_router)
+    app.include_router(glimpse_router)
     app.include_router(corpus.router)
     app.include_router(service.router)  # before the /static mount: it serves /static/vendor/plotly.min.js
     app.include_router(pages.router)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Response
-from sse_starlette import EventSourceResponse
 
 from model.analysis import work
 from model.errors import LabInputError
@@ -16,7 +15,6 @@ from model.nets.sparse import sample_count
 
 from ..deps import SettingsDep
 from ..jobs.informer import INFORMER, informer_watch
-from ..jobs.stream import event_schema, event_stream
 from ..schemas.common import INVALID_FIELD, documented_error, openapi_examples
 from ..schemas.informer import (
     DEFAULT,
@@ -27,7 +25,14 @@ from ..schemas.informer import (
     InformerWatchRequest,
 )
 from ..schemas.training import LabAccepted
-from .jobs import BODY_ERRORS, JOBS_BUSY, LATE_CLIENTS, RUNS_APART, UNKNOWN_JOB, JobPath, Jobs, LastEventId
+from .jobs import (
+    BODY_ERRORS,
+    JOBS_BUSY,
+    LATE_CLIENTS,
+    RUNS_APART,
+    Jobs,
+    add_job_routes,
+)
 
 router = APIRouter(prefix="/api/v1/labs/informer", tags=["labs"], responses={422: INVALID_FIELD})
 TRAIN = f"{router.prefix}/train"
@@ -107,34 +112,7 @@ def train(
     return LabAccepted(job=job.id, events=f"{TRAIN}/{job.id}/events")
 
 
-@router.get(
-    "/train/{job}/events",
-    response_class=EventSourceResponse,
-    summary="An Informer training job's events, from the start",
-    description=EVENTS_DOC,
-    responses={
-        200: {"content": {"text/event-stream": {"schema": event_schema(("eval", "done", "cancelled", "error"))}},
-              "description": EVENTS_DOC},
-        204: {"description": "Last-Event-ID was the job's last event and the job has finished: nothing more."},
-        404: UNKNOWN_JOB,
-    },
-)
-async def events(job: JobPath, jobs: Jobs, last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
-    return event_stream(jobs.get(INFORMER, job, "path"), last_event_id)
-
-
-@router.delete(
-    "/train/{job}",
-    status_code=204,
-    response_class=Response,
-    summary="Cancel an Informer training job",
-    description="The job stops before its next step and publishes `cancelled`; a finished job is left as it is. "
-    "Either way 204.",
-    responses={404: UNKNOWN_JOB},
-)
-def cancel(job: JobPath, jobs: Jobs) -> Response:
-    jobs.get(INFORMER, job, "path").cancel()
-    return Response(status_code=204)
+add_job_routes(router, INFORMER, "/train", "An Informer training job", EVENTS_DOC)
 
 
 @router.post(

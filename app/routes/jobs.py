@@ -1,15 +1,18 @@
-"""What the routes of every training lab share: the job registry, the job id in the path, Last-Event-ID and the
-documented refusals."""
+"""What the routes of every training lab share: the job registry, the job id in the path, Last-Event-ID, the
+documented refusals, and each lab's event stream and cancel routes (add_job_routes)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, cast
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import APIRouter, Depends, Header, Path, Request, Response
+from sse_starlette import EventSourceResponse
 
 from model.analysis.work import JOB_SHARE
 
 from ..jobs import KEEP_FINISHED, MAX_RUNNING, JobRegistry
+from ..jobs.registry import Lab
+from ..jobs.stream import event_schema, event_stream
 from ..schemas.common import BODY_TOO_LARGE, NOT_UTF8, documented_error
 from ..schemas.iris import JOB_DOC, JOB_PATTERN
 
@@ -48,3 +51,39 @@ RUNS_APART = (
     "is refused before it starts: 422 `work_too_large`, `loc` the steps (Iris: epochs), ctx {gflop, budget_gflop, "
     "largest}: the most that fit at the job's other settings."
 )
+
+
+def add_job_routes(router: APIRouter, lab: Lab, train: str, name: str, events_doc: str) -> None:
+    """GET {train}/{job}/events (the job's event stream, from the start) and DELETE {train}/{job} (cancel) for one
+    lab on its router; `train` is the path of its POST under the router's prefix ("/induction/train"), `name` how
+    the summaries call one of its jobs ("An induction-head training job")."""
+
+    @router.get(
+        f"{train}/{{job}}/events",
+        response_class=EventSourceResponse,
+        summary=f"{name}'s events, from the start",
+        description=events_doc,
+        responses={
+            200: {"content": {"text/event-stream": {"schema": event_schema(("eval", "done", "cancelled", "error"))}},
+                  "description": events_doc},
+            204: {"description": "Last-Event-ID was the job's last event and the job has finished: nothing more."},
+            404: UNKNOWN_JOB,
+        },
+        name=f"{lab.name}_events",
+    )
+    async def events(job: JobPath, jobs: Jobs, last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
+        return event_stream(jobs.get(lab, job, "path"), last_event_id)
+
+    @router.delete(
+        f"{train}/{{job}}",
+        status_code=204,
+        response_class=Response,
+        summary=f"Cancel {name[0].lower()}{name[1:]}",
+        description="The job stops before its next step and publishes `cancelled`; a finished job is left as it is. "
+        "Either way 204.",
+        responses={404: UNKNOWN_JOB},
+        name=f"cancel_{lab.name}",
+    )
+    def cancel(job: JobPath, jobs: Jobs) -> Response:
+        jobs.get(lab, job, "path").cancel()
+        return Response(status_code=204)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Response
-from sse_starlette import EventSourceResponse
 
 from model.analysis import work
 from model.lab import induction, seq2seq
@@ -14,7 +13,6 @@ from model.lab.seq2seq_data import TASKS
 
 from ..deps import SettingsDep
 from ..jobs.labs import INDUCTION, SEQ2SEQ, seq2seq_predict
-from ..jobs.stream import event_schema, event_stream
 from ..schemas.common import INVALID_FIELD, documented_error, openapi_examples
 from ..schemas.training import (
     InductionTrainRequest,
@@ -23,7 +21,14 @@ from ..schemas.training import (
     Seq2SeqPredictRequest,
     Seq2SeqTrainRequest,
 )
-from .jobs import BODY_ERRORS, JOBS_BUSY, LATE_CLIENTS, RUNS_APART, UNKNOWN_JOB, JobPath, Jobs, LastEventId
+from .jobs import (
+    BODY_ERRORS,
+    JOBS_BUSY,
+    LATE_CLIENTS,
+    RUNS_APART,
+    Jobs,
+    add_job_routes,
+)
 
 router = APIRouter(
     prefix="/api/v1/labs",
@@ -72,35 +77,7 @@ def train_induction(
     return LabAccepted(job=job.id, events=f"{router.prefix}/induction/train/{job.id}/events")
 
 
-@router.get(
-    "/induction/train/{job}/events",
-    response_class=EventSourceResponse,
-    summary="An induction-head training job's events, from the start",
-    description=INDUCTION_EVENTS_DOC,
-    responses={
-        200: {"content": {"text/event-stream": {"schema": event_schema(("eval", "done", "cancelled", "error"))}},
-              "description": INDUCTION_EVENTS_DOC},
-        204: {"description": "Last-Event-ID was the job's last event and the job has finished: nothing more."},
-        404: UNKNOWN_JOB,
-    },
-)
-async def induction_events(job: JobPath, jobs: Jobs,
-                           last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
-    return event_stream(jobs.get(INDUCTION, job, "path"), last_event_id)
-
-
-@router.delete(
-    "/induction/train/{job}",
-    status_code=204,
-    response_class=Response,
-    summary="Cancel an induction-head training job",
-    description="The job stops before its next step and publishes `cancelled`; a finished job is left as it is. "
-    "Either way 204.",
-    responses={404: UNKNOWN_JOB},
-)
-def cancel_induction(job: JobPath, jobs: Jobs) -> Response:
-    jobs.get(INDUCTION, job, "path").cancel()
-    return Response(status_code=204)
+add_job_routes(router, INDUCTION, "/induction/train", "An induction-head training job", INDUCTION_EVENTS_DOC)
 
 
 SEQ2SEQ_EVENTS_DOC = (
@@ -149,35 +126,7 @@ def train_seq2seq(
     return LabAccepted(job=job.id, events=f"{router.prefix}/seq2seq/train/{job.id}/events")
 
 
-@router.get(
-    "/seq2seq/train/{job}/events",
-    response_class=EventSourceResponse,
-    summary="An encoder-decoder training job's events, from the start",
-    description=SEQ2SEQ_EVENTS_DOC,
-    responses={
-        200: {"content": {"text/event-stream": {"schema": event_schema(("eval", "done", "cancelled", "error"))}},
-              "description": SEQ2SEQ_EVENTS_DOC},
-        204: {"description": "Last-Event-ID was the job's last event and the job has finished: nothing more."},
-        404: UNKNOWN_JOB,
-    },
-)
-async def seq2seq_events(job: JobPath, jobs: Jobs,
-                         last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
-    return event_stream(jobs.get(SEQ2SEQ, job, "path"), last_event_id)
-
-
-@router.delete(
-    "/seq2seq/train/{job}",
-    status_code=204,
-    response_class=Response,
-    summary="Cancel an encoder-decoder training job",
-    description="The job stops before its next step and publishes `cancelled`; a finished job is left as it is. "
-    "Either way 204.",
-    responses={404: UNKNOWN_JOB},
-)
-def cancel_seq2seq(job: JobPath, jobs: Jobs) -> Response:
-    jobs.get(SEQ2SEQ, job, "path").cancel()
-    return Response(status_code=204)
+add_job_routes(router, SEQ2SEQ, "/seq2seq/train", "An encoder-decoder training job", SEQ2SEQ_EVENTS_DOC)
 
 
 @router.post(

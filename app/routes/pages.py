@@ -174,6 +174,25 @@ def informer(request: Request) -> HTMLResponse:
 
 
 @router.get(
+    "/glimpse",
+    response_class=HTMLResponse,
+    summary="The glimpse lab: hard attention trained four ways (soft, REINFORCE, Gumbel-softmax, straight-through)",
+    description=(
+        "Train the same digit reader (a CNN over a 3 × 3 canvas of handwritten digits, a GRU decoder attending over "
+        "its 9 cells) four ways, two jobs at a time: soft attention, and a hard glimpse at one cell trained by "
+        "REINFORCE, by Gumbel-softmax or straight-through (and, on request, REINFORCE without its baseline): each "
+        "run's accuracy and loss against the step and the seconds, the attention's entropy and the variance of its "
+        "gradient estimate drawn live from `GET /api/v1/labs/glimpse/train/{job}/events`, the test accuracies in a "
+        "table with sentences computed from them, and where each method looks on held-out canvases, step by step. "
+        "Its state lives in the query string: `steps`, `seed`, `baseline` (0: REINFORCE without its baseline too) "
+        "and one job id per run (`soft`, `reinforce`, `gumbel`, `straight_through`, `nobaseline`)."
+    ),
+)
+def glimpse(request: Request) -> HTMLResponse:
+    return templates.TemplateResponse(request, "glimpse.html")
+
+
+@router.get(
     "/cost",
     response_class=HTMLResponse,
     summary="What attention costs: parameters, memory and FLOPs",
@@ -222,14 +241,15 @@ def corpus(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "corpus.html")
 
 
-LEARN_CHAPTERS = 15  # static/js/learn/chapters.js lists them, in this order
+LEARN_CHAPTERS = 16  # static/js/learn/chapters.js lists them, in this order
 LEARN_DESCRIPTION = (
-    "Fifteen short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
+    "Sixteen short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
     "one live view: where attention came from (the encoder-decoder bottleneck, Bahdanau's additive attention); "
     "query, key and value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; "
     "many heads; self, cross and masked attention; order and positions; a real model; learning; induction heads; "
     "cost (the attention matrix, the KV cache); linear attention and FlashAttention; the Transformer block; RNN, "
-    "convolution or attention; forecasting with sparse attention (Informer's ProbSparse). `/learn` lists them, "
+    "convolution or attention; forecasting with sparse attention (Informer's ProbSparse); hard attention that "
+    "learns (REINFORCE, Gumbel-softmax, straight-through). `/learn` lists them, "
     f"`/learn/{{chapter}}` (1 to {LEARN_CHAPTERS}) shows one; any other chapter is a 404 page in the chosen "
     "language that lists them. The state lives in the query string: `text` (the sentence) and each chapter's own "
     "settings; the chapters seen are kept in the browser only."

@@ -31,8 +31,8 @@ Per operation (the functions below, each with its formula):
   (its FLOPs against the budget), refused as `patch_too_large`;
 * generate: forward(p) + head(1) for the prompt, then per new token j (context p + j) linear(R) +
   attend(1, p + j) + head(R), R = DECODE_ROWS: a one-token step runs at the pace of reading the weights;
-* the training labs (induction, seq2seq, Iris, Informer): steps × batch × 3 × one example's forward (their own
-  functions below); a job, which runs in the background and can be cancelled, may take JOB_SHARE budgets.
+* the training labs (induction, seq2seq, Iris, Informer, glimpse): steps × batch × 3 × one example's forward
+  (their own functions below); a job, which runs in the background and can be cancelled, may take JOB_SHARE budgets.
 
 Not bounded here: the corpus queries (GET /api/v1/corpus/...) run no model; they read the index the server was
 started with, k texts at most (MAX_K), and their cost grows with that index, not with the request.
@@ -293,6 +293,21 @@ def informer(window: int, horizon: int, layers: int, d_model: int, factor: int, 
             n = (n + 1) // 2
     flops += 2 * n * d * horizon
     return float(TRAINING * steps * batch * flops)
+
+
+def glimpse(channels: int, hidden: int, batch: int, steps: int, eval_every: int) -> float:
+    """One canvas's forward f = encoder + 5·decoder step, the encoder 2·576·9·C (conv 1 → C on 24 × 24) +
+    2·144·9·2C² (conv C → 2C on 12 × 12) + 2·9·8C·K (a linear layer per cell) + 2·9·K·A (U h_i), a decoder step
+    2·h·A + 2·9·A (the additive scores) + 6·((E + K)·h + h²) (the GRU) + 2·(h + K + E)·11 (the output), K = 64,
+    A = 32, E = 16 (model/lab/glimpse_net.py). Training 3·steps·batch·f; each of the steps/eval_every + 2
+    evaluations reads 1,000 canvases forward and 16 × 32 with a backward (3f): 2,536f. The defaults (C 24, h 64,
+    batch 64, 2,400 steps every 150): 1.9 TFLOP."""
+    k, a, e, c, h = 64, 32, 16, channels, hidden
+    encoder = 2 * 576 * 9 * c + 2 * 144 * 9 * 2 * c * c + 2 * 9 * 8 * c * k + 2 * 9 * k * a
+    step = 2 * h * a + 2 * 9 * a + 6 * ((e + k) * h + h * h) + 2 * (h + k + e) * 11
+    forward = encoder + 5 * step
+    evaluations = steps // eval_every + 2
+    return float(TRAINING * steps * batch * forward + evaluations * (1000 + TRAINING * 16 * 32) * forward)
 
 
 def check_job(cost: Callable[[int], float], steps: int, budget_gflop: float, field: str, what: str) -> None:

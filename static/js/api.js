@@ -404,6 +404,7 @@ export function getSequenceSweep() {
 }
 
 export const INFORMER_TRAIN = '/api/v1/labs/informer/train';
+export const GLIMPSE_TRAIN = '/api/v1/labs/glimpse/train';
 
 /**
  * POST /api/v1/labs/informer/watch: a job's network (after its latest evaluation) on one test window.

@@ -1,8 +1,8 @@
-// The learning path (/learn, /learn/1 … /learn/15): fifteen short chapters on attention, each around the
+// The learning path (/learn, /learn/1 … /learn/16): sixteen short chapters on attention, each around the
 // learner's own sentence or the notes' worked example and one live view, with things to try, links that
 // open the full pages at the same state, and a link to the next chapter. The chapter is the path; the
 // sentence (`text`) and the chapter's own settings are the query string. A path that names no chapter
-// (/learn/16, /learn/abc: the server answers 404) shows the contents under a note that says so. The
+// (/learn/17, /learn/abc: the server answers 404) shows the contents under a note that says so. The
 // chapters seen and the last sentence are kept in this browser only (localStorage, learn/progress.js).
 import { $, createPage, createStatus, latestWins, setTitle, t } from './page.js';
 import { has, tNodes } from './i18n/index.js';

@@ -81,6 +81,8 @@ NOTATION = {
     "RNN",  # /sequence: the recurrent network, by the name the notes give it (RNN、卷积与注意力)
     "ProbSparse", "Informer",  # /toy: Informer's ProbSparse attention, by the names its paper gives them
     "MSE", "ELU", "ppm", "Zhou",  # /informer: the error, the distilling layer's activation, CO₂'s unit, the author
+    "REINFORCE", "Gumbel-max", "CNN", "scikit-learn", "log",  # /glimpse: the estimator, the trick, the encoder, the
+    # package whose digits it reads, the logarithm in log p
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside

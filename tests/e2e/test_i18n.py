@@ -32,6 +32,7 @@ PAGES = {
     "induction": "/induction",
     "seq2seq": "/seq2seq",
     "informer": "/informer",
+    "glimpse": "/glimpse",
     "cost": "/cost",
     "sequence": "/sequence",
     "corpus (none served)": "/corpus",
@@ -99,7 +100,8 @@ def wait_ready(page: Page, path: str) -> None:
         expect(page.locator("#stage")).to_have_attribute("data-step", re.compile(r"\w+"))
         if "backward=1" in path:
             expect(page.locator("#backward-panel")).to_have_attribute("aria-busy", "false")
-    elif path in ("/positions", "/iris", "/induction", "/seq2seq", "/informer", "/cost") or path.startswith("/compare?"):
+    elif path in ("/positions", "/iris", "/induction", "/seq2seq", "/informer", "/glimpse", "/cost") \
+            or path.startswith("/compare?"):
         expect(page.locator("#results")).to_have_attribute("data-drawn", re.compile("^" + path.split("?")[0]))
     elif path == "/sequence":
         for section in ("#seq-sweep", "#seq-reach"):

@@ -43,7 +43,8 @@ def test_every_request_body_documents_examples(spec):
                                                   "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions",
                                                   "/api/v1/lens", "/api/v1/generate", "/api/v1/attribution",
                                                   "/api/v1/token", "/api/v1/patch", "/api/v1/edit/effect",
-                                                  "/api/v1/labs/informer/train", "/api/v1/labs/informer/watch"}
+                                                  "/api/v1/labs/informer/train", "/api/v1/labs/informer/watch",
+                                                  "/api/v1/labs/glimpse/train"}
     for method, path, media, schema in bodies:
         assert schema.get("examples"), f"{method} {path}: the schema has no examples"
         # Swagger UI's "Try it out" starts from the first named example of the body

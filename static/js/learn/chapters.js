@@ -1,4 +1,4 @@
-// The fifteen chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
+// The sixteen chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
 // parameters (with defaults), live view and the full pages it opens at the same state. A chapter's number
 // is its place in CHAPTERS (its URL is /learn/N); its words are the dictionaries' (`${key}.title`, `.lead`,
 // `.p1`…, `.try1`…). The first nine chapters written keep their first prefixes (learn.c1 … learn.c9) while
@@ -15,6 +15,7 @@ import { BLOCKS, fastView } from './views-fast.js';
 import { blockView } from './views-block.js';
 import { DISTANCES, sequenceState, sequenceView } from './views-sequence.js';
 import { informerView, LAB_LONGEST, WINDOWS as INFORMER_WINDOWS } from './views-informer.js';
+import { glimpseView, TAUS } from './views-glimpse.js';
 import { WIDTHS } from './saturation.js';
 
 // Readers of one URL parameter: the value, or null for anything else (the default is then used).
@@ -192,6 +193,12 @@ const CHAPTER_LIST = [
     view: informerView,
     // the lab trains at the chapter's window when it takes it (its default, 96, is left out of the link)
     links: (s) => [{ key: 'learn.informer.open', href: pageLink('/informer', { window: s.window !== 96 && s.window <= LAB_LONGEST ? s.window : null }) }],
+  },
+  {
+    key: 'learn.glimpse',
+    params: { tau: [1, oneOf(TAUS)] },
+    view: glimpseView,
+    links: () => [{ key: 'learn.glimpse.open', href: pageLink('/glimpse') }],
   },
 ];
 
