@@ -46,6 +46,14 @@
     transformers' generate without sampling; sampled with temperature, top-k, top-p and a seed. Only for a
     model with an LM head (GPT-2, Llama, Mistral, Qwen): TypeError otherwise.
 
+`Model.logit_attribution(text, answer, position=None) -> LogitAttribution`
+    Direct logit attribution of a model with an LM head at `position` (default: the last token): `answer` [id]
+    (that token's logit) or [good, bad] (the logit difference); `heads` float64 (layers, heads), `mlp` (layers,),
+    `attention_bias` (layers,) or None, `embeddings`, `norm_bias`, each through the final norm with its scale
+    frozen at the whole residual stream's; `total` (their sum) equals `logit` (before Gemma 2's soft-cap;
+    `capped` after it). Raises InputError (`type` as the REST answer's): NoLMHead for an encoder, AnswerError,
+    PositionOutOfRange.
+
 `attnscope.corpus` (import it: `from attnscope.corpus import Corpus, index`): a head across a whole corpus.
     `index(FILE, model="minilm", out=DIR)` writes every text's head metrics and strongest pairs as Parquet
     shards (resuming an interrupted run); `Corpus(DIR).top(layer, head, by="to_previous", k=20)`, `.pattern(...)`
@@ -55,9 +63,9 @@
 from model.checkpoints.tokenizer import Token, TooManyTokens
 from model.errors import CheckpointError, IndexOutOfRange, InputError, UnknownModel
 
-from .api import Attention, ItemError, Model, ModelInfo, NewToken, load
+from .api import Attention, ItemError, LogitAttribution, Model, ModelInfo, NewToken, load
 
 __all__ = [
-    "Attention", "CheckpointError", "IndexOutOfRange", "InputError", "ItemError", "Model", "ModelInfo", "NewToken",
-    "Token", "TooManyTokens", "UnknownModel", "load",
+    "Attention", "CheckpointError", "IndexOutOfRange", "InputError", "ItemError", "LogitAttribution", "Model",
+    "ModelInfo", "NewToken", "Token", "TooManyTokens", "UnknownModel", "load",
 ]

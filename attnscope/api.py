@@ -10,7 +10,9 @@ from typing import cast
 import numpy as np
 import torch
 
+from model.analysis import logit_attribution as dla
 from model.analysis.generate import Generation, Sampling
+from model.analysis.lens import NoLMHead, checked_position
 from model.checkpoints import LoadedModel
 from model.checkpoints import batch as batching
 from model.checkpoints import load as load_model
@@ -200,6 +202,27 @@ class Model:
                            attention=None if t.attention is None else torch.stack(t.attention).numpy(),
                            cache_bytes=t.cache_bytes)
 
+    def logit_attribution(self, text: str, answer: Sequence[int], position: int | None = None) -> LogitAttribution:
+        """Direct logit attribution at `position` (None: the last token) of `answer`: [id], that token's logit, or
+        [good, bad], their logit difference (LogitAttribution). Only for a model with an LM head (GPT-2, the
+        Llama family). Raises as POST /api/v1/logit-attribution refuses: NoLMHead (`no_lm_head`) for an encoder,
+        AnswerError (`answer_count`, `answer_out_of_range`, `answer_same`), InputError for an answer item that is
+        not an int, PositionOutOfRange (an IndexOutOfRange), and the errors of `encode`."""
+        if not self._model.lm_head:
+            raise NoLMHead(self.info.id, [], "direct logit attribution",
+                           "load a decoder such as GPT-2 or a Llama-family checkpoint")
+        encoded = self.encode(text)
+        at = checked_position(position, len(encoded))
+        chosen = dla.checked_answer(list(answer), self._model.cfg.vocab_size)
+        found = dla.logit_attribution(self._model.decoder, encoded.ids, at, chosen)
+        bias = found.attention_bias
+        return LogitAttribution(
+            tokens=list(encoded.tokens), position=at,
+            answer=[(i, self._model.tokenizer.token_text(i)[1]) for i in found.answer],
+            heads=found.heads.numpy(), mlp=found.mlp.numpy(), attention_bias=None if bias is None else bias.numpy(),
+            embeddings=found.embeddings, norm_bias=found.norm_bias, total=found.total, logit=found.logit,
+            capped=found.capped, softcap=found.softcap, norm=found.norm, scale=found.scale, model=self.info.id)
+
     def trace(self, text: str, layer: int, head: int | None = None, pair: str | None = None,
               block: bool = False) -> dict[str, np.ndarray]:
         """Every step of one layer's attention (model/steps.py STEPS), as float32 numpy arrays in step order.
@@ -233,6 +256,34 @@ class Model:
             if step in BLOCK_STEPS:
                 out[f"block.{step}"] = cast(torch.Tensor, value).numpy().astype(np.float32, copy=False)
         return out
+
+
+@dataclass(frozen=True)
+class LogitAttribution:
+    """Direct logit attribution (model/analysis/logit_attribution.py) at `position` of `answer`'s logit ([id]) or
+    logit difference ([good, bad]), every part through the final norm with its scale frozen (`scale`, of the
+    `norm` "layer" or "rms") and dotted with the answer's unembedding row. `heads` float64 (layers, heads): each
+    head's share z_h · W_O[h] of its layer's output projection; `mlp` (layers,): each MLP's output;
+    `attention_bias` (layers,) or None: each output projection's bias; `embeddings`; `norm_bias` (the final
+    LayerNorm's β, None for RMSNorm). `total` is their sum, equal to `logit`, the model's own logit (or
+    difference) before any soft-cap, up to rounding; `capped` after the cap of cap · tanh(logit / cap) (`softcap`,
+    Gemma 2; without one equal to `logit`). `tokens`: the input's tokens; `answer`: (id, display) pairs."""
+
+    tokens: list[Token]
+    position: int
+    answer: list[tuple[int, str]]
+    heads: np.ndarray
+    mlp: np.ndarray
+    attention_bias: np.ndarray | None
+    embeddings: float
+    norm_bias: float | None
+    total: float
+    logit: float
+    capped: float
+    softcap: float | None
+    norm: str
+    scale: float
+    model: str
 
 
 @dataclass(frozen=True)

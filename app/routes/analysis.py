@@ -1,5 +1,5 @@
 """REST API v1, analysis of the real model: head aggregates, head metrics, norm-based contributions, the
-logit lens, what an edit changes.
+logit lens, direct logit attribution, what an edit changes.
 
 Each route runs a forward of its own on the model worker (hub.run), with only the steps it needs
 traced, and computes its analysis there (model/analysis/study.py); the JSON caps are checked before.
@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
 
-from model.analysis import edit_effect, heads, lens, study, work
+from model.analysis import edit_effect, heads, lens, logit_attribution, study, work
 
 from .. import serialize
 from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolved, resolved_with_lm_head
@@ -26,6 +26,9 @@ from ..schemas.analysis import (
     EditEffectResponse,
     LensRequest,
     LensResponse,
+    LogitAnswer,
+    LogitAttributionRequest,
+    LogitAttributionResponse,
     MetricsRequest,
     MetricsResponse,
     NextTokenChange,
@@ -159,6 +162,59 @@ def logit_lens(r: LensInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) 
                               cfg.max_positions)
     layers = hub.run(study.logit_lens, r.model, r.encoded, position, r.req.top_k, gone=gone, flops=flops)
     return serialize.logit_lens(r, position, r.req.top_k, layers)
+
+
+# ---- /logit-attribution ----
+
+LogitAttributionInput = Annotated[Resolved[LogitAttributionRequest], Depends(
+    resolved_with_lm_head(LogitAttributionRequest, "direct logit attribution"))]
+ANSWER_RULES = "; ".join(f"`{kind}`: {what}" for kind, (_, what) in logit_attribution.ANSWER_RULES.items()
+                         if kind == "answer_out_of_range")  # the others the schema states (1 or 2 distinct ids)
+
+
+@router.post(
+    "/logit-attribution",
+    response_model=LogitAttributionResponse,
+    summary="Direct logit attribution: each head's, each MLP's and the embeddings' share of one logit",
+    description=(
+        "Runs a model with an LM head (GPT-2, the Llama family: `lm_head` in GET /api/v1/models) on `text` and "
+        "splits the residual stream the final norm reads at `position` (default: the last token) into its parts: "
+        "the embeddings, each head's z_h · W_O[h] (its share of the output projection; grouped-query heads each "
+        "with their own), each output projection's bias, each MLP's output. Each part goes through the final norm "
+        "with the norm's scale frozen at its value on the whole stream (LayerNorm: the part's own mean subtracted, "
+        "divided by the stream's √(var + ε), times γ, β counted apart as `norm_bias`; RMSNorm: divided by the "
+        "stream's √(mean(x²) + ε), times γ) and is dotted with the answer's unembedding row: `answer` [id] "
+        "attributes that token's logit, [good, bad] the logit difference. The parts add up to `total`, the "
+        "model's own `logit` up to rounding. Gemma 2: the norm after each sublayer is frozen the same way, and "
+        "the logit attributed is the one before the final soft-cap (`capped` after it). These are direct effects: "
+        "what later layers make of a head's output is counted where it lands, not at the head. A model without "
+        "an LM head (an encoder such as minilm): 422 `no_lm_head`, naming the models that have one; `position` "
+        "at or beyond the input's token count: 422 `index_out_of_range` (`loc` [\"body\", \"position\"]); "
+        + ANSWER_RULES + " (422, `loc` [\"body\", \"answer\", i], ctx {id, vocab_size})." + TEXT_RULES
+    ),
+)
+def logit_attributions(r: LogitAttributionInput, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
+    position = lens.checked_position(r.req.position, len(r.encoded))
+    cfg, tokenizer = r.model.cfg, r.model.tokenizer
+    logit_attribution.checked_answer(r.req.answer, cfg.vocab_size)  # before any work is queued
+    # one forward, as /lens's; the per-head products at one position are smaller than its L + 1 rows of the head
+    flops = work.check_tokens(lambda t: work.lens(cfg, t), len(r.encoded), settings.work_budget,
+                              "direct logit attribution", cfg.max_positions)
+    found = hub.run(logit_attribution.logit_attribution, r.model.decoder, r.encoded.ids, position, r.req.answer,
+                    gone=gone, flops=flops)
+    bias = found.attention_bias
+    body = LogitAttributionResponse(
+        model=r.spec.id, tokens=r.tokens, position=position,
+        answer=[LogitAnswer(id=i, token=tokenizer.token_text(i)[0], display=tokenizer.token_text(i)[1])
+                for i in found.answer],
+        heads=serialize.float32_numbers(found.heads.float()), mlp=serialize.float32_numbers(found.mlp.float()),
+        attention_bias=None if bias is None else serialize.float32_numbers(bias.float()),
+        embeddings=serialize.short_float(found.embeddings),
+        norm_bias=None if found.norm_bias is None else serialize.short_float(found.norm_bias),
+        total=serialize.short_float(found.total), logit=serialize.short_float(found.logit),
+        capped=serialize.short_float(found.capped), softcap=found.softcap, norm=found.norm,
+        scale=serialize.short_float(found.scale))
+    return serialize.json_response(body)
 
 
 # ---- /edit/effect ----

@@ -1,16 +1,16 @@
-"""Request and response models of the analysis routes (/aggregate, /metrics, /contributions, /lens) and of an
-edit."""
+"""Request and response models of the analysis routes (/aggregate, /metrics, /contributions, /lens,
+/logit-attribution) and of an edit."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from model.analysis.lens import DEFAULT_TOP_K, MAX_TOP_K
 
 from .api import AttentionEdit
-from .common import ChosenHeads, ChosenLayers, Index, TextRequest, TokenInfo, examples
+from .common import ChosenHeads, ChosenLayers, Index, Indices, TextRequest, TokenInfo, examples
 
 
 class AggregateRequest(TextRequest):
@@ -205,3 +205,61 @@ class EditEffectResponse(BaseModel):
     next_token: NextTokenChange | None = Field(description="A model with an LM head: the next token at the last "
                                                "position; null for an encoder.")
     probsparse: ProbSparseActive | None = Field(description="A ProbSparse edit: what it chose; null otherwise.")
+
+
+# ---- /logit-attribution ----
+
+AnswerIds = Annotated[Indices, Field(max_length=2)]
+
+
+class LogitAttributionRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on", "answer": [262, 257]},
+        {"text": "The cat sat on the mat.", "answer": [262], "position": 3},
+    ))
+
+    model: str | None = Field(
+        None, description="A model id from GET /api/v1/models whose `lm_head` is true; null: the first such "
+        "model this server has.")
+    answer: AnswerIds = Field(
+        description="[id]: the logit of that token; [good, bad]: the logit difference logit[good] − logit[bad]. "
+        "Distinct vocabulary ids, each below the model's vocabulary size (GPT-2: 262 is \" the\", 257 \" a\"; "
+        "POST /api/v1/token gives a word's id).")
+    position: Index | None = Field(
+        None, description="The token position (0-based) whose next-token logit to attribute, below the input's "
+        "token count; null: the last token.")
+
+
+class LogitAnswer(BaseModel):
+    id: int = Field(description="The vocabulary id.")
+    token: str = Field(description="The tokenizer's own token string, e.g. Ġworld.")
+    display: str = Field(description="The tokenizer's decoding of this one id (\" world\").")
+
+
+class LogitAttributionResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo]
+    position: int = Field(description="The position read (the last token when the request had none).")
+    answer: list[LogitAnswer] = Field(description="The answer's tokens: [id] or [good, bad].")
+    heads: list[list[float]] = Field(
+        description="[layer][head]: head h's share of layer l's output projection, z_h · W_O[h] at the position, "
+        "through the final norm with its scale frozen, dotted with the answer's unembedding row (or the good "
+        "row minus the bad one).")
+    attention_bias: list[float] | None = Field(
+        description="[layer]: the output projection's bias, the same way; null for a model without one (the "
+        "Llama family).")
+    mlp: list[float] = Field(description="[layer]: the MLP's output (Gemma 2: after its post-MLP norm), the same way.")
+    embeddings: float = Field(description="The embeddings (word and position, scaled as the model scales them), "
+                              "the same way.")
+    norm_bias: float | None = Field(description="The final LayerNorm's bias · the answer's row; null for RMSNorm.")
+    total: float = Field(description="The sum of every part above: equal to `logit` up to rounding.")
+    logit: float = Field(description="The model's own logit (or logit difference) at the position, before any "
+                         "soft-cap.")
+    capped: float = Field(description="The same after the model's logit soft-cap (Gemma 2); equal to `logit` "
+                          "where there is none.")
+    softcap: float | None = Field(description="The cap of cap · tanh(logit / cap) (Gemma 2), not a sum of parts, so "
+                                  "the parts attribute the logit before it; null without one.")
+    norm: Literal["layer", "rms"] = Field(description="The final norm: LayerNorm (GPT-2) or RMSNorm (the Llama "
+                                          "family).")
+    scale: float = Field(description="Its frozen divisor at the position: √(var(x) + ε) (LayerNorm) or "
+                         "√(mean(x²) + ε) (RMSNorm) of the whole residual stream x.")

@@ -28,9 +28,12 @@ class NoLMHead(InputError):
 
     type = "no_lm_head"
 
-    def __init__(self, model_id: str, with_head: Sequence[str], need: str = "the logit lens") -> None:
-        usable = f"use one of: {', '.join(sorted(with_head))}" if with_head else (
-            "this server has none; serve a decoder such as GPT-2 (attnscope serve --model PATH)")
+    def __init__(self, model_id: str, with_head: Sequence[str], need: str = "the logit lens",
+                 usable: str | None = None) -> None:
+        """`usable`: what to do instead, when not choosing among a server's models (the Python API)."""
+        if usable is None:
+            usable = f"use one of: {', '.join(sorted(with_head))}" if with_head else (
+                "this server has none; serve a decoder such as GPT-2 (attnscope serve --model PATH)")
         super().__init__(("model",), f"Model {model_id!r} has no LM head, which {need} needs; {usable}")
         self.model_id = model_id
         self.with_head = sorted(with_head)

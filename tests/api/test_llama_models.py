@@ -85,7 +85,8 @@ def test_the_lens_reads_the_own_lm_head(llama_client, reference, llama_dirs):
 def test_every_route_answers_for_a_llama_family_model(llama_client, model):
     for route, extra in [("/api/v1/attention/summary", {}), ("/api/v1/aggregate", {"kind": "rollout"}),
                          ("/api/v1/metrics", {}), ("/api/v1/contributions", {"layers": [1], "heads": [0]}),
-                         ("/api/v1/trace", {"layer": 1}), ("/api/v1/lens", {})]:
+                         ("/api/v1/trace", {"layer": 1}), ("/api/v1/lens", {}),
+                         ("/api/v1/logit-attribution", {"answer": [5, 7]})]:
         answer = llama_client.post(route, json={"text": TEXT, "model": model} | extra)
         assert answer.status_code == 200, (route, answer.text)
     trace = llama_client.post("/api/v1/trace", json={"text": TEXT, "model": model, "layer": 0}).json()
