@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from model.analysis import attribution, work
+from model.analysis import attribution, baselines, work
 
 from .. import serialize
 from ..deps import ClientLeft, Hub, SettingsDep
@@ -47,9 +47,12 @@ TokenBody = Annotated[TokenRequest, Body(openapi_examples=openapi_examples(Token
         "of the mean-pooled last hidden state (mean over every token, as sentence-transformers pools "
         "all-MiniLM-L6-v2) to the pooled embedding of the text `target`. Per token, over its word embedding e_i: "
         "`gradient_x_input` (∂f/∂e_i)·e_i, or `integrated_gradients` (Sundararajan et al. 2017) from the baseline "
-        "b (the padding token's word embedding at every position where the tokenizer has one, [PAD] for minilm; "
-        "zeros otherwise; position and token-type embeddings kept), a Gauss–Legendre quadrature of `steps` "
-        "nodes, with `completeness` checking that the attributions sum to f(x) − f(b). Beside them, from the "
+        "b chosen by `baseline` (default `mean`: the mean of the word embedding table, non-zero and uninformative, "
+        "where RMSNorm is not singular; `pad`, `mask`, `zeros` or {\"text\": ...}; position and token-type "
+        "embeddings kept), a Gauss–Legendre quadrature of `steps` nodes (up to 512), with `completeness` checking "
+        "that the attributions sum to f(x) − f(b): `ok` false when they are more than 5 % apart (or the difference "
+        "is too small to check), and then `agreement` is all null (no ranking is claimed) and `warning` says what "
+        "to change (more steps, another baseline). Beside them, from the "
         "last layer and the rows f reads (`rows`: the last token's for an LM head, the mean over every token's "
         "for an encoder): the attention weights (mean over heads), attention rollout and the norm-based "
         "contributions; `agreement` gives each one's Spearman ρ with the absolute attributions, null where ρ is "
@@ -57,7 +60,10 @@ TokenBody = Annotated[TokenRequest, Body(openapi_examples=openapi_examples(Token
         "from GET /api/v1/models, else 404 (`unknown_model`); `text` and a target text make at most the "
         "model's `max_tokens` tokens, else 413 (`too_many_tokens`); `target` is a token id for a model with "
         "`lm_head` and a text for any other, else 422 (`target_kind`); a token id below the vocabulary's size, "
-        "else 422 (`target_out_of_range`, ctx {id, vocab_size}); work over the server's budget "
+        "else 422 (`target_out_of_range`, ctx {id, vocab_size}); a baseline text of another token count than "
+        "`text`, 422 (`baseline_token_count`, loc [\"body\", \"baseline\", \"text\"], ctx {baseline_tokens, "
+        "text_tokens}); `pad` or `mask` for a tokenizer without that token, 422 (`baseline_unavailable`); "
+        "work over the server's budget "
         "(ATTNSCOPE_WORK_BUDGET, model/analysis/work.py), checked before any model work: 422 (`work_too_large`, "
         "ctx {gflop, budget_gflop, largest}; `loc` [\"body\", \"steps\"] with the most steps at this length, else "
         "[\"body\", \"text\"] with the most tokens at these settings)."
@@ -71,23 +77,26 @@ def attribute(req: AttributionBody, hub: Hub, settings: SettingsDep, gone: Clien
     target_tokens = len(model.tokenizer.encode(req.target)) if isinstance(req.target, str) else 0
     work.check_attribution(model.cfg, len(encoded), req.method, req.steps, target_tokens, settings.work_budget,
                            attribution.MIN_STEPS)
-    found = hub.run(attribution.attribute, model, encoded, req.target, req.method, req.steps, gone=gone,
+    baselines.check(model, encoded, req.baseline)  # 422 before any work is queued
+    found = hub.run(attribution.attribute, model, encoded, req.target, req.method, req.steps, req.baseline, gone=gone,
                     stoppable=True, background=True)
     completeness = None
     if found.completeness is not None:
-        error = found.completeness.relative_error
+        gap = found.completeness.relative_gap
         completeness = Completeness(sum=found.completeness.sum, difference=found.completeness.difference,
-                                    relative_error=error if error != float("inf") else None)
+                                    relative_gap=gap if gap != float("inf") else None, ok=found.completeness.ok,
+                                    reason=found.completeness.reason)
     return AttributionResponse(
         model=spec.id, tokens=serialize.tokens(encoded.tokens), method=found.method, steps=found.steps,
         output_name=found.output_name, output=found.output, target=req.target, scores=list(found.scores),
         baseline=Baseline(kind=found.baseline, token_id=found.baseline_token, token=found.baseline_text,
-                          output=found.baseline_output),
+                          text=found.baseline_source, output=found.baseline_output),
         completeness=completeness, rows=found.rows,
         compared=Compared(attention=list(found.compared["attention"]), rollout=list(found.compared["rollout"]),
                           contributions=list(found.compared["contributions"])),
         agreement=Agreement(attention=found.agreement["attention"], rollout=found.agreement["rollout"],
                             contributions=found.agreement["contributions"]),
+        warning=found.warning,
     )
 
 

@@ -7,7 +7,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from model.analysis.attribution import DEFAULT_STEPS, MAX_STEPS, MIN_STEPS
+from model.analysis.attribution import COMPLETENESS_TOLERANCE, DEFAULT_STEPS, MAX_STEPS, MIN_STEPS, TINY_DIFFERENCE
+from model.analysis.baselines import DEFAULT as DEFAULT_BASELINE
+from model.analysis.baselines import KINDS as BASELINE_KINDS
 
 from .common import MODEL_DOC, NON_BLANK, TEXT_DOC, StrictRequest, Text, TokenInfo, _check_text, examples
 
@@ -31,6 +33,39 @@ Target = Annotated[int | str, PlainValidator(_check_target), WithJsonSchema({"an
     {"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1, "pattern": NON_BLANK}]})]
 
 
+def _check_baseline(value: object) -> str | dict[str, str]:
+    """One of the baselines' names, or {"text": a non-blank text}, each with one error naming the rule (a plain
+    union would list one error per member)."""
+    if isinstance(value, str):
+        if value in BASELINE_KINDS:
+            return value
+        raise PydanticCustomError("literal_error", "Input should be 'mean', 'pad', 'mask' or 'zeros', or an object "
+                                  "{\"text\": ...}", {"expected": "'mean', 'pad', 'mask' or 'zeros'"})
+    if isinstance(value, dict):
+        if set(value) != {"text"}:
+            raise PydanticCustomError("baseline_type", "must be {\"text\": a text} with no other field")
+        text = value["text"]
+        if not isinstance(text, str):
+            raise PydanticCustomError("string_type", "Input should be a valid string (baseline.text)")
+        return {"text": _check_text(text)}
+    raise PydanticCustomError("baseline_type", "must be 'mean', 'pad', 'mask', 'zeros' or {\"text\": a text}")
+
+
+BaselineField = Annotated[str | dict[str, str], PlainValidator(_check_baseline), WithJsonSchema({"anyOf": [
+    {"type": "string", "enum": list(BASELINE_KINDS)},
+    {"type": "object", "properties": {"text": {"type": "string", "minLength": 1, "pattern": NON_BLANK}},
+     "required": ["text"], "additionalProperties": False}]})]
+
+
+BASELINE_DOC = (
+    "Integrated gradients' baseline b (its word embeddings; position and token-type embeddings are added as at the "
+    "input). `mean` (default): the mean of the word embedding table, non-zero and uninformative, where RMSNorm is "
+    "not singular (a zero or all-zero pad embedding is, in Llama-family models). `pad`: the padding token's row "
+    "(422 `baseline_unavailable` without one); `mask`: the mask token's ([MASK], <mask>; 422 without one); "
+    "`zeros`: a zero word embedding; {\"text\": ...}: a text of as many tokens as `text` (template tokens "
+    "included; else 422 `baseline_token_count`), its word embeddings token by token.")
+
+
 class AttributionRequest(StrictRequest):
     model_config = ConfigDict(json_schema_extra=examples(
         {"text": "The cat sat on the mat.", "target": "A dog lay on a rug."},
@@ -51,14 +86,21 @@ class AttributionRequest(StrictRequest):
     steps: int = Field(DEFAULT_STEPS, ge=MIN_STEPS, le=MAX_STEPS,
                        description=f"Integrated gradients' quadrature nodes, {MIN_STEPS} to {MAX_STEPS} (ignored by "
                        f"gradient_x_input); the default {DEFAULT_STEPS} kept completeness within 0.05 % on the "
-                       "inputs measured.")
+                       "inputs measured; more where `completeness.ok` is false.")
+    baseline: BaselineField = Field(DEFAULT_BASELINE, description=BASELINE_DOC)
 
 
 class Completeness(BaseModel):
     sum: float = Field(description="The sum of the attributions over every token.")
     difference: float = Field(description="f(x) − f(baseline).")
-    relative_error: float | None = Field(
+    relative_gap: float | None = Field(
         description="|sum − difference| / |difference|; 0 when both are 0, null when only the difference is.")
+    ok: bool = Field(description=f"Whether relative_gap ≤ {COMPLETENESS_TOLERANCE:.0%} and |difference| is at least "
+                     f"{TINY_DIFFERENCE:g} × max(1, |f(x)|, |f(baseline)|); when false the ranking is unreliable: "
+                     "`agreement` is all null and `warning` says what to change.")
+    reason: Literal["gap", "difference_too_small"] | None = Field(
+        description="Why ok is false: `gap` (the sum is over the tolerance from the difference) or "
+        "`difference_too_small` (f(x) and f(baseline) too close for the check); null when ok.")
 
 
 class Agreement(BaseModel):
@@ -75,11 +117,13 @@ class Compared(BaseModel):
 
 
 class Baseline(BaseModel):
-    kind: Literal["pad", "zeros"] = Field(
-        description="`pad`: the word embedding of the tokenizer's padding token at every position; `zeros`: a zero "
-        "word embedding (a tokenizer without one, such as GPT-2's). Position and token-type embeddings are kept.")
-    token_id: int | None = Field(description="The padding token's id for `pad`; null for `zeros`.")
-    token: str | None = Field(description="The padding token's string ([PAD]) for `pad`; null for `zeros`.")
+    kind: Literal["mean", "pad", "mask", "zeros", "text"] = Field(
+        description="`mean`: the mean of the word embedding table at every position; `pad` or `mask`: that token's "
+        "word embedding at every position; `zeros`: a zero word embedding; `text`: the baseline text's word "
+        "embeddings. Position and token-type embeddings are kept.")
+    token_id: int | None = Field(description="The padding or mask token's id for `pad` or `mask`; null otherwise.")
+    token: str | None = Field(description="That token's string ([PAD], [MASK]); null otherwise.")
+    text: str | None = Field(None, description="The baseline text for `text`; null otherwise.")
     output: float = Field(description="f(baseline).")
 
 
@@ -106,7 +150,11 @@ class AttributionResponse(BaseModel):
     agreement: Agreement = Field(
         description="Spearman's rank correlation ρ of each compared score with the absolute value of `scores` "
         "(integrated gradients by default): how a token matters, whatever its sign. null where ρ is undefined: a "
-        "one-token input, or scores that are all equal.")
+        "one-token input, or scores that are all equal; all null when `completeness.ok` is false (no ranking is "
+        "claimed).")
+    warning: str | None = Field(
+        None, description="When `completeness.ok` is false: why the ranking is unreliable and what to change (more "
+        f"steps, up to {MAX_STEPS}; another baseline). null otherwise.")
 
 
 class TokenRequest(StrictRequest):

@@ -11,13 +11,23 @@ Per input token i, with e_i its word embedding (the word table's row, before any
 position and token-type embeddings added as the network adds them):
 * gradient × input: (∂f/∂e_i) · e_i, summed over the embedding dimension;
 * integrated gradients (Sundararajan, Taly and Yan 2017): (e_i − b_i) · ∫₀¹ ∂f/∂e_i(b + α(e − b)) dα, the
-  baseline b the word embedding of the tokenizer's padding token at every position ([PAD] for MiniLM), or
-  zeros when it has none (GPT-2). The integral is an n-point Gauss–Legendre quadrature on [0, 1]: the
-  integrand is smooth in α (GELU, softmax and LayerNorm are analytic), where Gauss–Legendre's error falls
-  far faster than a Riemann sum's O(1/n²); Captum's default is the same rule. Completeness: the
-  attributions sum to f(x) − f(b). Measured relative errors: MiniLM at 13 tokens 4e-4 (32 nodes), 5e-7 (64),
-  at 128 tokens 1.4e-3 (32), 5e-7 (64); the test GPT-2 (tests/checkpoints.py, sharp random weights) up to
-  1.4e-2 at 32 nodes and 5e-4 at 64. DEFAULT_STEPS is therefore 64.
+  baseline b chosen among model/analysis/baselines.py's (by default the mean of the word embedding table at
+  every position: non-zero and uninformative, where RMSNorm is not singular; that module says why). The
+  integral is an n-point Gauss–Legendre quadrature on [0, 1]: the integrand is smooth in α (GELU, softmax and
+  LayerNorm are analytic), where Gauss–Legendre's error falls far faster than a Riemann sum's O(1/n²); Captum's
+  default is the same rule. Completeness: the attributions sum to f(x) − f(b). Measured relative errors from
+  the pad or zero baseline: MiniLM at 13 tokens 4e-4 (32 nodes), 5e-7 (64), at 128 tokens 1.4e-3 (32), 5e-7
+  (64); the test GPT-2 (tests/checkpoints.py, sharp random weights) up to 1.4e-2 at 32 nodes and 5e-4 at 64.
+  From the default baseline (the mean embedding) on the Llama-family test checkpoints (tests/checkpoints.py
+  LLAMA_KINDS, sharp random weights, 27 tokens): 64 nodes left 8.0 %, 6.9 % and 6.7 % (llama, smollm, gemma2),
+  128 at most 0.11 %, 256 at most 2e-6; MiniLM and the test GPT-2 stay under 6e-6 from 64 on. DEFAULT_STEPS is
+  therefore 128; up to MAX_STEPS = 512 may be asked for.
+
+Completeness is checked on every integrated-gradients answer: `ok` when |Σ attributions − (f(x) − f(b))| ≤
+COMPLETENESS_TOLERANCE (5 %) of |f(x) − f(b)|. A difference under TINY_DIFFERENCE × max(1, |f(x)|, |f(b)|) is
+too small for that test to mean anything (float32's rounding of f is of that order): not ok, reason
+"difference_too_small". When not ok, the ranking is not claimed: every Spearman ρ is None and `warning` says what
+to change (more steps, up to MAX_STEPS; another baseline).
 
 The network's forward (Transformer.forward) runs under torch.inference_mode, so the differentiable forward
 here is composed of its own parts (the embedding tables and norm, Transformer.layer_masks, the blocks, the
@@ -38,7 +48,6 @@ when it is undefined (fewer than two tokens, or scores that are all equal).
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,7 +55,7 @@ import numpy as np
 import torch
 
 from model.analysis import aggregate as aggregates
-from model.analysis import study
+from model.analysis import baselines, study
 from model.checkpoints.bert import CheckpointEmbeddings
 from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.tokenizer import Encoded
@@ -55,10 +64,11 @@ from model.nets.transformer import Embeddings, Transformer
 from model.trace import widen
 
 METHODS = ("gradient_x_input", "integrated_gradients")
-MIN_STEPS, MAX_STEPS = 32, 128
-DEFAULT_STEPS = 64  # Gauss-Legendre nodes: 32 left 1.4 % on a test GPT-2 input, 64 at most 0.05 % (module doc)
+MIN_STEPS, MAX_STEPS = 32, 512
+DEFAULT_STEPS = 128  # Gauss-Legendre nodes: from the mean baseline 64 left up to 8 % on Llama-family test models
 ROWS_PER_PASS = 4096  # interpolated inputs x tokens per forward and backward: bounds the activations kept
-PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<PAD>")
+COMPLETENESS_TOLERANCE = 0.05  # |Σ − difference| over |difference| beyond which the ranking is not claimed
+TINY_DIFFERENCE = 1e-5  # |difference| under this × max(1, |f(x)|, |f(b)|): too small to check against
 COMPARED = ("attention", "rollout", "contributions")
 
 
@@ -82,18 +92,45 @@ class StepsError(InputError):
 
 @dataclass(frozen=True)
 class Completeness:
-    """Integrated gradients' check: `sum` of the attributions against `difference` = f(x) − f(baseline)."""
+    """Integrated gradients' check: `sum` of the attributions against `difference` = f(x) − f(baseline); `scale`
+    is max(1, |f(x)|, |f(baseline)|), what a difference is tiny against."""
 
     sum: float
     difference: float
+    scale: float = 1.0
 
     @property
-    def relative_error(self) -> float:
+    def relative_gap(self) -> float:
         """|sum − difference| / |difference| (infinite when the difference is 0 and the sum is not)."""
         gap = abs(self.sum - self.difference)
         if self.difference == 0.0:
             return 0.0 if gap == 0.0 else math.inf
         return gap / abs(self.difference)
+
+    @property
+    def reason(self) -> str | None:
+        """None when ok; "difference_too_small" when |difference| is under TINY_DIFFERENCE × scale; "gap" when the
+        relative gap is over COMPLETENESS_TOLERANCE (or not a number)."""
+        if abs(self.difference) < TINY_DIFFERENCE * self.scale:
+            return "difference_too_small"
+        gap = self.relative_gap
+        return None if math.isfinite(gap) and gap <= COMPLETENESS_TOLERANCE else "gap"
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def unreliable(completeness: Completeness, steps: int, baseline: str) -> str:
+    """The warning of an answer whose completeness fails: what failed and what to change."""
+    other = "another baseline (\"mean\", \"zeros\", \"pad\", \"mask\" or a baseline text)"
+    if completeness.reason == "difference_too_small":
+        return (f"completeness cannot be checked: f(x) − f(baseline) is {completeness.difference:.3g}, too small "
+                f"beside f's size; the ranking is unreliable: choose {other} whose output differs from f(x)")
+    more = f"raise steps (now {steps}, up to {MAX_STEPS}) or choose " if steps < MAX_STEPS else "choose "
+    return (f"completeness failed: the attributions sum to {completeness.sum:.4g} but f(x) − f(baseline) is "
+            f"{completeness.difference:.4g}, {completeness.relative_gap:.1%} apart (over "
+            f"{COMPLETENESS_TOLERANCE:.0%}) with baseline {baseline!r}; the ranking is unreliable: {more}{other}")
 
 
 @dataclass(frozen=True)
@@ -104,15 +141,17 @@ class Attribution:
     steps: int | None  # the quadrature's nodes (integrated gradients), else None
     output_name: str  # "logit" (LM head) or "cosine" (pooled embedding)
     output: float  # f(x)
-    baseline: str  # "pad" (the padding token's embedding) or "zeros"
-    baseline_token: int | None  # the padding token's id when baseline is "pad"
+    baseline: str  # "mean", "pad", "mask", "zeros" or "text" (model/analysis/baselines.py)
+    baseline_token: int | None  # the padding or mask token's id for "pad" or "mask"
     baseline_text: str | None  # its token string ("[PAD]")
     baseline_output: float  # f(baseline)
     rows: str  # "last": the last query's row; "mean": the mean over every query's row
     scores: tuple[float, ...]  # the method's attributions, signed
     compared: dict[str, tuple[float, ...]]  # attention, rollout, contributions
-    agreement: dict[str, float | None]  # Spearman ρ of each with |scores|; None where undefined
+    agreement: dict[str, float | None]  # Spearman ρ of each with |scores|; None where undefined or not ok
     completeness: Completeness | None  # integrated gradients only
+    baseline_source: str | None = None  # the baseline text for "text"
+    warning: str | None = None  # when completeness is not ok: why the ranking is unreliable, what to change
 
 
 def checked_target(model: LoadedModel, target: int | str) -> int | Encoded:
@@ -165,20 +204,9 @@ def checked_steps(steps: int) -> int:
     return steps
 
 
-_PAD: weakref.WeakKeyDictionary[LoadedModel, tuple[int | None]] = weakref.WeakKeyDictionary()
-
-
 def pad_token(model: LoadedModel) -> int | None:
     """The id of the tokenizer's padding token ([PAD], <pad>) among its added tokens; None when it has none."""
-    if model not in _PAD:
-        plain = set(model.tokenizer.plain_ids())
-        found = None
-        for token_id in range(model.cfg.vocab_size):
-            if token_id not in plain and model.tokenizer.token_text(token_id)[0] in PAD_TOKENS:
-                found = token_id
-                break
-        _PAD[model] = (found,)
-    return _PAD[model][0]
+    return baselines.pad_token(model)
 
 
 def embed_words(embeddings: Embeddings, words: torch.Tensor, ids: torch.Tensor, segments: torch.Tensor,
@@ -301,45 +329,48 @@ def compared_scores(model: LoadedModel, encoded: Encoded, rows: str) -> dict[str
 
 
 def attribute(model: LoadedModel, encoded: Encoded, target: int | str, method: str = "integrated_gradients",
-              steps: int = DEFAULT_STEPS, stop: Callable[[], bool] | None = None) -> Attribution:
+              steps: int = DEFAULT_STEPS, baseline: baselines.BaselineRequest = baselines.DEFAULT,
+              stop: Callable[[], bool] | None = None) -> Attribution:
     """Attributions of one input's tokens to f (the module's docstring), beside attention, rollout and
     contributions, with each one's Spearman ρ against the method's absolute scores.
 
     `target`: a token id for an LM-head model, a second text for any other (TargetError otherwise);
-    `steps`: integrated gradients' quadrature nodes, MIN_STEPS..MAX_STEPS (ignored by gradient × input)."""
+    `steps`: integrated gradients' quadrature nodes, MIN_STEPS..MAX_STEPS (ignored by gradient × input);
+    `baseline`: "mean", "pad", "mask", "zeros" or {"text": ...} (model/analysis/baselines.py; BaselineError when
+    the model or input cannot have it). When completeness fails, no ρ is given and `warning` says why."""
     if method not in METHODS:
         raise ValueError(f"method {method!r} is not one of {', '.join(METHODS)}")
     if method == "integrated_gradients":
         checked_steps(steps)
     goal = checked_target(model, target)
+    start = baselines.resolve(model, encoded, baseline)
     ids = torch.tensor([encoded.ids], device=model.device)  # (1, T)
     segments = torch.tensor([encoded.segments], device=model.device) if model.uses_segments else torch.zeros_like(ids)
     name, f = output_function(model, goal, ids, segments)
     inputs = model.net.embeddings.word(ids).detach()  # (1, T, E)
-    pad = pad_token(model)
-    baseline = (model.net.embeddings.word(torch.full_like(ids, pad)).detach() if pad is not None
-                else torch.zeros_like(inputs))  # (1, T, E)
     if method == "integrated_gradients":
         nodes, weights = gauss_legendre(steps)
         alphas = np.concatenate([nodes, [1.0, 0.0]])  # f(x) and f(baseline) ride in the same passes
     else:
         alphas, weights = np.array([1.0, 0.0]), np.zeros(0)
-    values, gradients = along_path(f, inputs, baseline, alphas, stop)  # (S,), (S, T, E)
-    x, b = widen(inputs[0]).double().cpu(), widen(baseline[0]).double().cpu()  # (T, E)
+    values, gradients = along_path(f, inputs, start.words, alphas, stop)  # (S,), (S, T, E)
+    x, b = widen(inputs[0]).double().cpu(), widen(start.words[0]).double().cpu()  # (T, E)
     output, baseline_output = float(values[-2]), float(values[-1])
-    completeness = None
+    completeness, warning = None, None
     if method == "integrated_gradients":
         mean_gradient = torch.einsum("s,ste->te", torch.from_numpy(weights), gradients[:-2])  # (T, E)
         attributions = ((x - b) * mean_gradient).sum(dim=-1)  # (T,)
-        completeness = Completeness(float(attributions.sum()), output - baseline_output)
+        completeness = Completeness(float(attributions.sum()), output - baseline_output,
+                                    max(1.0, abs(output), abs(baseline_output)))
+        if not completeness.ok:
+            warning = unreliable(completeness, steps, start.kind)
     else:
         attributions = (gradients[-2] * x).sum(dim=-1)  # (T,)
     rows = "last" if isinstance(goal, int) else "mean"
     scores = tuple(float(v) for v in attributions.tolist())
     compared = compared_scores(model, encoded, rows)
     magnitude = tuple(abs(v) for v in scores)
-    agreement = {key: spearman(magnitude, compared[key]) for key in COMPARED}
-    return Attribution(method, steps if method == "integrated_gradients" else None, name, output,
-                       "pad" if pad is not None else "zeros", pad,
-                       None if pad is None else model.tokenizer.token_text(pad)[0], baseline_output, rows, scores,
-                       compared, agreement, completeness)
+    agreement = {key: None if warning else spearman(magnitude, compared[key]) for key in COMPARED}
+    return Attribution(method, steps if method == "integrated_gradients" else None, name, output, start.kind,
+                       start.token_id, start.token, baseline_output, rows, scores, compared, agreement, completeness,
+                       start.text, warning)

@@ -21,7 +21,8 @@ def assert_equal_to_the_function(got: dict, found: attribution.Attribution) -> N
     assert got["scores"] == pytest.approx(list(found.scores), rel=1e-6, abs=1e-9)
     assert got["output"] == pytest.approx(found.output, abs=1e-7)
     assert got["baseline"] == {"kind": found.baseline, "token_id": found.baseline_token, "token": found.baseline_text,
-                               "output": pytest.approx(found.baseline_output, abs=1e-7)}
+                               "text": found.baseline_source, "output": pytest.approx(found.baseline_output, abs=1e-7)}
+    assert got["warning"] == found.warning
     assert (got["method"], got["steps"], got["rows"], got["output_name"]) == (
         found.method, found.steps, found.rows, found.output_name)
     for name in attribution.COMPARED:
@@ -32,7 +33,9 @@ def assert_equal_to_the_function(got: dict, found: attribution.Attribution) -> N
     else:
         assert got["completeness"]["sum"] == pytest.approx(found.completeness.sum, abs=1e-7)
         assert got["completeness"]["difference"] == pytest.approx(found.completeness.difference, abs=1e-7)
-        assert got["completeness"]["relative_error"] == pytest.approx(found.completeness.relative_error, abs=1e-6)
+        assert got["completeness"]["relative_gap"] == pytest.approx(found.completeness.relative_gap, abs=1e-6)
+        assert (got["completeness"]["ok"], got["completeness"]["reason"]) == (found.completeness.ok,
+                                                                              found.completeness.reason)
 
 
 def test_minilm_answer_equals_the_model_function(client):
@@ -41,12 +44,53 @@ def test_minilm_answer_equals_the_model_function(client):
     got = r.json()
     model = load("minilm")
     encoded = model.tokenizer.encode(TEXT)
-    found = attribution.attribute(model, encoded, TARGET)  # the defaults: integrated gradients, DEFAULT_STEPS
+    found = attribution.attribute(model, encoded, TARGET)  # the defaults: integrated gradients, DEFAULT_STEPS, mean
     assert [t["text"] for t in got["tokens"]] == [t.text for t in encoded.tokens]
     assert got["target"] == TARGET and got["steps"] == attribution.DEFAULT_STEPS
-    assert got["baseline"]["kind"] == "pad" and got["rows"] == "mean"
+    assert got["baseline"]["kind"] == "mean" and got["rows"] == "mean"
     assert_equal_to_the_function(got, found)
-    assert got["completeness"]["relative_error"] <= 0.01
+    assert got["completeness"]["relative_gap"] <= 0.01 and got["completeness"]["ok"] and got["warning"] is None
+
+
+@pytest.mark.parametrize("baseline", ["pad", "mask", "zeros", {"text": TARGET}])
+def test_each_baseline_answer_equals_the_model_function(client, baseline):
+    r = post(client, text=TEXT, target=TARGET, model="minilm", steps=attribution.MIN_STEPS, baseline=baseline)
+    assert r.status_code == 200, r.text
+    model = load("minilm")
+    found = attribution.attribute(model, model.tokenizer.encode(TEXT), TARGET, "integrated_gradients",
+                                  attribution.MIN_STEPS, baseline)
+    got = r.json()
+    assert got["baseline"]["kind"] == (baseline if isinstance(baseline, str) else "text")
+    assert_equal_to_the_function(got, found)
+
+
+@pytest.fixture(scope="module")
+def llama_client(llama_dirs):
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    with TestClient(create_app(Settings(allowed_hosts=["testserver"], model_paths=[llama_dirs["llama"]]))) as c:
+        yield c
+
+
+def test_an_unreliable_answer_claims_no_ranking_and_says_what_to_change(llama_client, llama_dirs):
+    text = "The cat sat on the mat because it was warm."
+    r = post(llama_client, text=text, target=5, model="tiny-llama", steps=64, baseline="zeros")
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["completeness"]["ok"] is False and got["completeness"]["reason"] == "gap"
+    assert got["completeness"]["relative_gap"] > attribution.COMPLETENESS_TOLERANCE
+    assert got["agreement"] == {"attention": None, "rollout": None, "contributions": None}
+    assert "unreliable" in got["warning"] and "up to 512" in got["warning"] and "baseline" in got["warning"]
+    model = load(llama_dirs["llama"])
+    assert_equal_to_the_function(got, attribution.attribute(model, model.tokenizer.encode(text), 5,
+                                                            "integrated_gradients", 64, "zeros"))
+    r = post(llama_client, text=text, target=5, model="tiny-llama")  # the default baseline and steps
+    assert r.status_code == 200, r.text
+    assert r.json()["completeness"]["ok"] is True and r.json()["warning"] is None
+    assert None not in r.json()["agreement"].values()
 
 
 def test_gpt2_gradient_x_input_equals_the_model_function(local_client, local_dirs):
@@ -57,7 +101,7 @@ def test_gpt2_gradient_x_input_equals_the_model_function(local_client, local_dir
     found = attribution.attribute(model, model.tokenizer.encode("Hello world, attention is all you need."), 7,
                                   "gradient_x_input")
     got = r.json()
-    assert got["baseline"]["kind"] == "zeros" and got["rows"] == "last" and got["completeness"] is None
+    assert got["baseline"]["kind"] == "mean" and got["rows"] == "last" and got["completeness"] is None
     assert_equal_to_the_function(got, found)
 
 
@@ -76,6 +120,17 @@ def test_a_one_token_text_has_no_rank_correlation(local_client):
     ({"text": TEXT, "target": TARGET, "steps": attribution.MIN_STEPS - 1}, 422, "greater_than_equal",
      ["body", "steps"]),
     ({"text": TEXT, "target": TARGET, "steps": attribution.MAX_STEPS + 1}, 422, "less_than_equal", ["body", "steps"]),
+    ({"text": TEXT, "target": TARGET, "model": "minilm", "baseline": {"text": "A dog."}}, 422, "baseline_token_count",
+     ["body", "baseline", "text"]),
+    ({"text": TEXT, "target": TARGET, "model": "minilm", "baseline": {"text": "cat " * 600}}, 422,
+     "baseline_token_count", ["body", "baseline", "text"]),
+    ({"text": TEXT, "target": 5, "model": "tiny-gpt2", "baseline": "pad"}, 422, "baseline_unavailable",
+     ["body", "baseline"]),
+    ({"text": TEXT, "target": 5, "model": "tiny-gpt2", "baseline": "mask"}, 422, "baseline_unavailable",
+     ["body", "baseline"]),
+    ({"text": TEXT, "target": TARGET, "baseline": "noise"}, 422, "literal_error", ["body", "baseline"]),
+    ({"text": TEXT, "target": TARGET, "baseline": {"text": " "}}, 422, "value_error", ["body", "baseline"]),
+    ({"text": TEXT, "target": TARGET, "baseline": {"txt": "a"}}, 422, "baseline_type", ["body", "baseline"]),
     ({"text": TEXT, "target": TARGET, "method": "saliency"}, 422, "literal_error", ["body", "method"]),
     ({"text": TEXT, "target": "   "}, 422, "value_error", ["body", "target"]),
     ({"text": TEXT, "target": True, "model": "tiny-gpt2"}, 422, "target_type", ["body", "target"]),
@@ -95,6 +150,10 @@ def test_refusals(local_client, body, status, kind, loc):
         assert answer["errors"][0]["type"] == kind
     if loc is not None:
         assert answer["errors"][0]["loc"] == loc
+    if kind == "baseline_token_count":
+        made = 5 if body["baseline"] == {"text": "A dog."} else 602  # over the model's limit: counted all the same
+        assert answer["errors"][0]["ctx"] == {"baseline_tokens": made, "text_tokens": 9}
+        assert f"baseline.text makes {made} tokens and the text 9" in answer["detail"]
     if kind == "target_out_of_range":
         assert answer["errors"][0]["ctx"] == {"id": 10 ** 6, "vocab_size": 370}
         assert "0..369" in answer["detail"]

@@ -1,6 +1,7 @@
 """The explorer's attribution panel ("How much do these explanations agree?") in real Chromium with MiniLM: the
 numbers drawn equal a fetch of POST /api/v1/attribution, the captions' numbers are recomputed here from that
-answer, a refusal is shown, and the panel works at 390 px in 中文."""
+answer, a refusal is shown, the panel works at 390 px in 中文, and an answer whose completeness fails shows its
+warning in place of the ranking."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_drawn_numbers_equal_the_api_and_the_captions_are_true(page: Page, api):
     for name, value in zip(COLUMNS[1:], rhos.groups(), strict=True):
         assert number(value) == pytest.approx(answer["agreement"][name], abs=0.005)
     assert f"f(x) = {answer['output']:.3g}" in caption(page, "output")
-    assert f"[PAD] (id {answer['baseline']['token_id']})" in caption(page, "baseline")
+    assert "the mean of the word embedding table" in caption(page, "baseline") and answer["baseline"]["kind"] == "mean"
     assert "mean over every token" in caption(page, "rows") and answer["rows"] == "mean"
     top = max(range(len(answer["scores"])), key=lambda i: abs(answer["scores"][i]))
     assert answer["tokens"][top]["display"] in caption(page, "strongest")
@@ -98,3 +99,32 @@ def test_at_390_px_in_chinese(page: Page, api):
     assert "斯皮尔曼" in caption(page, "agreement")
     width = page.evaluate("() => document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide at 390"
+
+
+def run_with_the_sentence_as_baseline(page: Page) -> None:
+    page.locator("#attribution-target").fill(TARGET)
+    page.locator("#attribution-baseline").select_option("text")
+    page.locator("#attribution-baseline-text").fill(TEXT)
+    page.locator("#attribution-steps").fill("32")
+    page.locator("#attribution-run").click()
+
+
+def test_an_unreliable_answer_shows_the_warning_instead_of_a_ranking(page: Page, api):
+    # the sentence itself as the baseline text: f(x) − f(baseline) is 0, too small for completeness to be checked
+    page.goto(f"/?text={quote(TEXT)}")
+    run_with_the_sentence_as_baseline(page)
+    warning = page.locator("#attribution-warning")
+    expect(warning).to_be_visible()
+    answer = api.post("/api/v1/attribution", json={"text": TEXT, "target": TARGET, "steps": 32,
+                                                    "baseline": {"text": TEXT}}).json()
+    assert answer["completeness"]["ok"] is False and answer["warning"]
+    assert answer["agreement"] == {"attention": None, "rollout": None, "contributions": None}
+    expect(warning).to_contain_text("too small beside f for completeness to be checked")
+    expect(warning).to_contain_text("choose another baseline")
+    expect(page.locator("#attribution-ranking")).to_be_hidden()
+    assert f"“{TEXT}”, token by token" in caption(page, "baseline")
+    assert page.locator('#attribution-captions [data-kind="agreement"]').count() == 0
+    switch_to_chinese(page)
+    run_with_the_sentence_as_baseline(page)
+    expect(warning).to_contain_text("排名不可靠")
+    expect(page.locator("#attribution-ranking")).to_be_hidden()

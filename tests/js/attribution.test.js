@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  attributionRows, COMPARED, completenessNumbers, shown, shownRho, strongest,
+  attributionRows, COMPARED, completenessNumbers, shown, shownRho, strongest, unreliable, MAX_STEPS,
 } from '../../static/js/figures/attribution.js';
 
 const token = (text, special = false) => ({ text, display: text, start: null, end: null, special, segment: 0 });
@@ -47,4 +47,16 @@ test('numbers are shown with 3 significant digits and a real minus sign; undefin
   assert.equal(shownRho(-0.2912), '\u22120.29');
   assert.equal(shownRho(null), null);
   assert.equal(strongest(ANSWER.scores), 1);
+});
+
+test('an answer whose completeness fails names the message: more steps, another baseline, or a tiny difference', () => {
+  assert.equal(unreliable({ completeness: null, steps: null }), null);
+  assert.equal(unreliable({ completeness: { sum: 1, difference: 1, ok: true, reason: null }, steps: 128 }), null);
+  const gap = unreliable({ completeness: { sum: 2.5, difference: 1, ok: false, reason: 'gap' }, steps: 64 });
+  assert.equal(gap.key, 'attribution.unreliable.gap');
+  assert.deepEqual([gap.values.sum, gap.values.difference, gap.values.apart, gap.values.steps], ['2.50', '1.00', '150.00', 64]);
+  const most = unreliable({ completeness: { sum: 2.5, difference: 1, ok: false, reason: 'gap' }, steps: MAX_STEPS });
+  assert.equal(most.key, 'attribution.unreliable.gapAtMost');
+  const tiny = unreliable({ completeness: { sum: 1e-7, difference: 2e-7, ok: false, reason: 'difference_too_small' }, steps: 128 });
+  assert.deepEqual(tiny, { key: 'attribution.unreliable.tiny', values: { difference: '2.00e-7' } });
 });

@@ -90,7 +90,7 @@ def test_minilm_equals_autograd_on_bert_model(minilm, bert_reference):
     encoded = minilm.tokenizer.encode(TEXT)
     target = minilm.tokenizer.encode(TARGET_TEXT)
     steps = attribution.DEFAULT_STEPS
-    ig = attribution.attribute(minilm, encoded, TARGET_TEXT, "integrated_gradients", steps)
+    ig = attribution.attribute(minilm, encoded, TARGET_TEXT, "integrated_gradients", steps, baseline="pad")
     gxi = attribution.attribute(minilm, encoded, TARGET_TEXT, "gradient_x_input")
     pad = minilm.tokenizer.encode("[PAD]").ids[1]  # the typed added token
     assert (ig.baseline, ig.baseline_token, pad) == ("pad", 0, 0)
@@ -103,7 +103,7 @@ def test_minilm_equals_autograd_on_bert_model(minilm, bert_reference):
         assert ig.output == pytest.approx(float(f(x[None])), abs=1e-5)
     assert ig.completeness is not None and gxi.completeness is None
     assert ig.completeness.difference == pytest.approx(difference, abs=1e-5)
-    assert ig.completeness.relative_error <= 0.01  # completeness at the default steps
+    assert ig.completeness.relative_gap <= 0.01 and ig.completeness.ok  # completeness at the default steps
     assert abs(sum(ref_ig) - difference) <= 0.01 * abs(difference)  # the reference's own
     # controls that must fail: a perturbed weight, and the wrong target text
     perturbed = copy.deepcopy(bert_reference)
@@ -117,7 +117,7 @@ def test_minilm_equals_autograd_on_bert_model(minilm, bert_reference):
 def test_gpt2_equals_autograd_on_gpt2_lm_head_model(gpt2, gpt2_reference):
     encoded = gpt2.tokenizer.encode(GPT2_TEXT)
     steps = attribution.DEFAULT_STEPS
-    ig = attribution.attribute(gpt2, encoded, GPT2_TARGET, "integrated_gradients", steps)
+    ig = attribution.attribute(gpt2, encoded, GPT2_TARGET, "integrated_gradients", steps, baseline="zeros")
     gxi = attribution.attribute(gpt2, encoded, GPT2_TARGET, "gradient_x_input")
     assert (ig.baseline, ig.baseline_token, ig.rows, ig.output_name) == ("zeros", None, "last", "logit")
     x = gpt2_reference.transformer.wte.weight[encoded.ids]
@@ -126,7 +126,7 @@ def test_gpt2_equals_autograd_on_gpt2_lm_head_model(gpt2, gpt2_reference):
     assert close(gxi.scores, ref_gxi) and close(ig.scores, ref_ig)
     assert ig.completeness is not None
     assert ig.completeness.difference == pytest.approx(difference, abs=1e-4)
-    assert ig.completeness.relative_error <= 0.01
+    assert ig.completeness.relative_gap <= 0.01 and ig.completeness.ok
     wrong_target = reference_attributions(gpt2_f(gpt2_reference, GPT2_TARGET + 1), x, torch.zeros_like(x), steps)[1]
     assert not close(ig.scores, wrong_target)
 

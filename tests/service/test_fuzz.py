@@ -51,13 +51,16 @@ DOCUMENTED_RULES = {
     "target_kind": (422, "wrong kind of target"),
     "target_out_of_range": (422, "outside this model's vocabulary"),
     "not_single_token": (422, "not one; send a text that is a single token"),  # /token: a text of 0 or 2+ tokens
+    # /attribution's baseline: a baseline text of another token count; a pad or mask baseline the tokenizer lacks
+    "baseline_token_count": (422, "both need the same count"),
+    "baseline_unavailable": (422, "is unavailable; choose"),
     # /patch (model/analysis/patching.py PATCH_RULES): texts of different token counts, answer tokens that do not fit
     # the model (none for an LM head, any for an encoder, an id beyond the vocabulary, a text of 0 or 2+ tokens, the
     # same token twice), and texts whose metrics do not differ (nothing to restore)
     "token_counts_differ": (422, "both need the same count"),
     "answer_missing": (422, "send answer [good, bad]"),
     "answer_not_allowed": (422, "remove answer"),
-    "answer_out_of_range": (422, "is not in the vocabulary"),
+    "answer_out_of_range": (422, "is not in the vocabulary"),  # /logit-attribution's too (its ANSWER_RULES)
     "answer_not_single_token": (422, "must be a single token"),
     "answer_same": (422, "send two different tokens"),
     "metric_unchanged": (422, "nothing for a patch to restore"),
@@ -187,7 +190,8 @@ OPERATIONS = [
     ("POST", "/api/v1/trace"), ("POST", "/api/v1/toy"), ("POST", "/api/v1/toy/backward"), ("POST", "/api/v1/flash"),
     ("POST", "/api/v1/sequence/reach"),
     ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
-    ("POST", "/api/v1/lens"), ("POST", "/api/v1/generate"), ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
+    ("POST", "/api/v1/lens"), ("POST", "/api/v1/logit-attribution"), ("POST", "/api/v1/generate"),
+    ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
     ("POST", "/api/v1/attribution"), ("POST", "/api/v1/token"), ("POST", "/api/v1/patch"),
     ("POST", "/api/v1/edit/effect"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),

@@ -41,7 +41,8 @@ def test_every_request_body_documents_examples(spec):
                                                   "/api/v1/labs/induction/train", "/api/v1/labs/seq2seq/train",
                                                   "/api/v1/labs/seq2seq/predict",
                                                   "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions",
-                                                  "/api/v1/lens", "/api/v1/generate", "/api/v1/attribution",
+                                                  "/api/v1/lens", "/api/v1/logit-attribution",
+                                                  "/api/v1/generate", "/api/v1/attribution",
                                                   "/api/v1/token", "/api/v1/patch", "/api/v1/edit/effect",
                                                   "/api/v1/labs/informer/train", "/api/v1/labs/informer/watch",
                                                   "/api/v1/labs/glimpse/train"}
@@ -97,7 +98,7 @@ def _field(spec, schema_name, field):
 
 def test_the_schema_states_the_rules_it_can(spec):
     for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "AggregateRequest", "MetricsRequest",
-                 "ContributionsRequest", "LensRequest"):
+                 "ContributionsRequest", "LensRequest", "LogitAttributionRequest"):
         for field in ("text", "text_pair"):
             text = _field(spec, name, field)
             assert text["minLength"] == 1 and text["pattern"] == NON_BLANK
@@ -125,7 +126,7 @@ def test_the_schema_states_the_rules_it_can(spec):
         assert (number["minimum"], number["maximum"]) == (-1e6, 1e6)
     for name in ("AttentionRequest", "SummaryRequest", "TraceRequest", "ToyRequest", "ToyWeights",
                  "AggregateRequest", "MetricsRequest", "ContributionsRequest", "AttributionRequest",
-                 "TokenRequest", "PatchRequest"):
+                 "TokenRequest", "PatchRequest", "LogitAttributionRequest"):
         assert spec["components"]["schemas"][name]["additionalProperties"] is False
     for field in ("clean", "corrupted"):
         assert (_field(spec, "PatchRequest", field)["minLength"], _field(spec, "PatchRequest", field)["pattern"]) == (

@@ -4,6 +4,7 @@
 import { tokenLabel } from './axes.js';
 
 export const COMPARED = ['attention', 'rollout', 'contributions']; // ui-text: not UI (the answer's field names)
+export const MAX_STEPS = 512; // integrated gradients' most quadrature nodes (model/analysis/attribution.py)
 
 /** A number as the captions and cells show it: 3 significant digits, − for minus. */
 export function shown(value, digits = 3) {
@@ -54,6 +55,21 @@ export function completenessNumbers(completeness) {
   const { sum, difference } = completeness;
   const apart = difference === 0 ? (sum === 0 ? 0 : Infinity) : (Math.abs(sum - difference) / Math.abs(difference)) * 100;
   return { sum: shown(sum), difference: shown(difference), apart: Number.isFinite(apart) ? apart.toFixed(apart < 0.01 ? 3 : 2) : '∞', within: apart <= 1 }; // ui-text: not UI (infinity sign)
+}
+
+/**
+ * Why an answer's ranking is not to be shown: null when completeness holds (or there is none, for gradient ×
+ * input), else the message's i18n key and values: the gap with the steps to raise (up to MAX_STEPS), the gap
+ * at the most steps, or a difference too small to check.
+ * @param {{completeness: {sum: number, difference: number, ok: boolean, reason: string|null}|null, steps: number|null}} answer
+ */
+export function unreliable(answer) {
+  const c = answer.completeness;
+  if (!c || c.ok) return null;
+  const numbers = completenessNumbers(c);
+  if (c.reason === 'difference_too_small') return { key: 'attribution.unreliable.tiny', values: { difference: numbers.difference } };
+  const key = answer.steps >= MAX_STEPS ? 'attribution.unreliable.gapAtMost' : 'attribution.unreliable.gap';
+  return { key, values: { ...numbers, steps: answer.steps } };
 }
 
 /** The index of the token with the largest absolute score (the first of ties). */

@@ -3,10 +3,14 @@
 // attention, rollout and contributions, each as a bar, with each one's Spearman ρ, the completeness check and
 // the baseline stated. The output: for a model with an LM head the next-token logit of a typed token (turned
 // into its id by POST /api/v1/token, refused when it is not one token), for an encoder the cosine similarity to a
-// second text. A run is an action (Run), not part of the URL. Token text reaches the DOM through textContent.
+// second text. The baseline is a choice (the mean embedding by default). When completeness fails (the answer's
+// completeness.ok is false) the panel shows why and what to change in place of the ranking: no table, no ρ. A run
+// is an action (Run), not part of the URL. Token text reaches the DOM through textContent.
 import { getAttribution, getSingleToken } from '../api.js';
 import { tokenLabel } from '../figures/axes.js';
-import { attributionRows, COMPARED, completenessNumbers, shown, shownRho, strongest } from '../figures/attribution.js';
+import {
+  attributionRows, COMPARED, completenessNumbers, shown, shownRho, strongest, unreliable,
+} from '../figures/attribution.js';
 import { errorMessage, loadModels, t } from '../page.js';
 
 const COLUMNS = ['score', ...COMPARED]; // ui-text: not UI (row fields)
@@ -38,8 +42,10 @@ export function createAttributionPanel(panel) {
   const els = {
     form: $('attribution-form'), target: $('attribution-target'), targetLabel: $('attribution-target-label'),
     method: $('attribution-method'), steps: $('attribution-steps'), run: $('attribution-run'),
-    status: $('attribution-status'), captions: $('attribution-captions'), head: $('attribution-head'),
-    body: $('attribution-body'), result: $('attribution-result'),
+    baseline: $('attribution-baseline'), status: $('attribution-status'), captions: $('attribution-captions'),
+    head: $('attribution-head'), body: $('attribution-body'), result: $('attribution-result'),
+    warning: $('attribution-warning'), ranking: $('attribution-ranking'),
+    baselineText: $('attribution-baseline-text'), baselineTextOption: $('attribution-baseline-text-option'),
   };
   let current = { text: null, model: null, lmHead: false };
   let seq = 0;
@@ -88,17 +94,28 @@ export function createAttributionPanel(panel) {
       : t('attribution.output.cosine', { target: answer.target, value, method });
     const numbers = completenessNumbers(answer.completeness);
     const rho = (name) => shownRho(answer.agreement[name]) ?? t('attribution.undefined');
+    const baseline = answer.baseline;
     const lines = [
       line('output', output),
       line('completeness', numbers ? t('attribution.completeness', numbers) : t('attribution.completeness.none')),
-      line('baseline', answer.baseline.kind === 'pad'
-        ? t('attribution.baseline.pad', { token: answer.baseline.token, id: answer.baseline.token_id })
-        : t('attribution.baseline.zeros')),
+      line('baseline', baseline.kind === 'pad' || baseline.kind === 'mask'
+        ? t(`attribution.baseline.${baseline.kind}`, { token: baseline.token, id: baseline.token_id })
+        : t(`attribution.baseline.${baseline.kind}`, { text: baseline.text })),
       line('rows', t(`attribution.rows.${answer.rows}`)),
-      line('agreement', t('attribution.agreement', {
-        method, attention: rho('attention'), rollout: rho('rollout'), contributions: rho('contributions'),
-      })),
     ];
+    const warning = unreliable(answer);
+    els.warning.hidden = !warning;
+    els.ranking.hidden = Boolean(warning);
+    panel.dataset.reliable = String(!warning);
+    if (warning) {
+      els.warning.textContent = t(warning.key, warning.values);
+      els.captions.replaceChildren(...lines);
+      return;
+    }
+    els.warning.textContent = '';
+    lines.push(line('agreement', t('attribution.agreement', {
+      method, attention: rho('attention'), rollout: rho('rollout'), contributions: rho('contributions'),
+    })));
     if (COMPARED.some((name) => answer.agreement[name] === null)) lines.push(line('undefined', t('attribution.undefinedWhy')));
     const top = strongest(answer.scores);
     lines.push(line('strongest', t('attribution.strongest', { token: tokenLabel(answer.tokens[top]), value: shown(answer.scores[top]) })));
@@ -114,6 +131,11 @@ export function createAttributionPanel(panel) {
     }
     const method = els.method.value;
     const steps = Number(els.steps.value);
+    const baseline = els.baseline.value === 'text' ? { text: els.baselineText.value } : els.baseline.value;
+    if (els.baseline.value === 'text' && !els.baselineText.value.trim()) {
+      say(t('attribution.needBaselineText'), true);
+      return;
+    }
     panel.setAttribute('aria-busy', 'true');
     say(t('attribution.running'));
     let answer;
@@ -130,7 +152,7 @@ export function createAttributionPanel(panel) {
         target = token.id;
         targetShown = token.display;
       }
-      answer = await getAttribution({ text: current.text, model: current.model, target, method, steps });
+      answer = await getAttribution({ text: current.text, model: current.model, target, method, steps, baseline });
     } catch (error) {
       if (ticket !== seq) return;
       panel.setAttribute('aria-busy', 'false');
@@ -145,6 +167,10 @@ export function createAttributionPanel(panel) {
     panel.dataset.method = answer.method;
     panel.setAttribute('aria-busy', 'false');
   }
+
+  els.baseline.addEventListener('change', () => {
+    els.baselineTextOption.hidden = els.baseline.value !== 'text';
+  });
 
   els.form.addEventListener('submit', (event) => {
     event.preventDefault();
