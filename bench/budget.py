@@ -107,8 +107,9 @@ def minilm_requests(budget: float) -> list[tuple[str, float, dict]]:
     def ig(n: int, steps: int) -> float:
         return work.attribution(cfg, n, "integrated_gradients", steps, target_tokens)
 
+    default = attribution.DEFAULT_STEPS
     ig_steps = work.largest(lambda s: ig(limit, s), flops, attribution.MIN_STEPS, attribution.MAX_STEPS)
-    ig_tokens = work.largest(lambda n: ig(n, 64), flops, 2, limit)
+    ig_tokens = work.largest(lambda n: ig(n, default), flops, 2, limit)
     residual = work.largest(lambda n: 2 * patching.work(net, "residual", n), flops, 2, limit)
     heads = work.largest(lambda n: 2 * patching.work(net, "heads", n), flops, 2, limit)
 
@@ -138,14 +139,15 @@ def minilm_requests(budget: float) -> list[tuple[str, float, dict]]:
                                                   "method": "gradient_x_input"}}),
         (f"attribution integrated_gradients, {limit} tokens, {ig_steps} steps (the most)", ig(limit, ig_steps) / g,
          {"path": "/api/v1/attribution", "body": {"text": maker.text(limit), "target": target, "steps": ig_steps}}),
-        (f"attribution integrated_gradients, {ig_tokens} tokens (the most), 64 steps", ig(ig_tokens, 64) / g,
-         {"path": "/api/v1/attribution", "body": {"text": maker.text(ig_tokens), "target": target, "steps": 64}}),
+        (f"attribution integrated_gradients, {ig_tokens} tokens (the most), {default} steps",
+         ig(ig_tokens, default) / g,
+         {"path": "/api/v1/attribution", "body": {"text": maker.text(ig_tokens), "target": target, "steps": default}}),
         (f"patch residual, {residual} tokens (the most)", 2 * patching.work(net, "residual", residual) / g,
          {"path": "/api/v1/patch", "body": pair(residual, "residual")}),
         (f"patch heads, {heads} tokens (the most)", 2 * patching.work(net, "heads", heads) / g,
          {"path": "/api/v1/patch", "body": pair(heads, "heads")}),
-        ("refused: integrated_gradients, 502 tokens, 64 steps", ig(502, 64) / g,
-         {"path": "/api/v1/attribution", "body": {"text": "word " * 500, "target": "hi", "steps": 64},
+        (f"refused: integrated_gradients, 502 tokens, {default} steps", ig(502, default) / g,
+         {"path": "/api/v1/attribution", "body": {"text": "word " * 500, "target": "hi", "steps": default},
           "status": 422}),
     ]
     return rows
