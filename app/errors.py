@@ -201,13 +201,19 @@ async def client_gone(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
 
 
+# Starlette's own errors: status -> (the part of the request at fault, the error's type)
+HTTP_ERRORS = {400: ("body", "body_unreadable"), 404: ("path", "not_found"), 405: ("method", "method_not_allowed")}
+
+
 async def http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own errors (unknown path, wrong method, unreadable body) in the same format."""
+    """Starlette's own errors (unknown path, wrong method, unreadable body) in the same format, `errors` included."""
     assert isinstance(exc, HTTPException)
     detail = str(exc.detail)
     if exc.status_code == 400 and "parsing the body" in detail:
-        detail = "The request body could not be read; send a JSON object encoded in UTF-8."
-    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+        detail = "The request body could not be read; send a JSON object encoded in UTF-8"
+    part, type_ = HTTP_ERRORS.get(exc.status_code, ("request", "http_error"))
+    answer = {"detail": _sentence(detail), "errors": [_item([part], detail, type_, None)]}
+    return JSONResponse(answer, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
 
 def install(app: FastAPI) -> None:

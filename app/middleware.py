@@ -136,7 +136,9 @@ class BodyLimit:
         self.limit = limit
 
     def _too_large(self) -> dict:
-        return {"detail": f"The request body is over the server's limit of {self.limit} bytes; send less."}
+        message = f"The request body is over the server's limit of {self.limit} bytes; send less"
+        return {"detail": f"{message}.", "errors": [{"loc": ["body"], "msg": message, "type": "body_too_large",
+                                                     "ctx": {"limit": self.limit}}]}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -128,7 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return serve(args, settings)
-    return commands.run(args)
+    try:
+        return commands.run(args)
+    except BrokenPipeError:  # the reader of the output left (`attnscope corpus heads ... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush into the closed pipe
+        return 128 + signal.SIGPIPE  # what a Unix tool's shell reports when its reader leaves
 
 
 if __name__ == "__main__":

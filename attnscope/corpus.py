@@ -98,6 +98,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _query(args, out)
     except (CorpusError, IndexOutOfRange) as exc:
         message = exc.message
+    except BrokenPipeError:  # the reader left (`... | head`): attnscope/cli.py stops quietly
+        raise
     except (UnknownModel, CheckpointError, DeviceError, OSError, RayMissing) as exc:
         message = getattr(exc, "message", None) or str(exc)
     print(f"attnscope corpus {args.corpus_command}: error: {message}", file=err)

@@ -320,3 +320,16 @@ def test_an_id_from_the_servers_model_paths_names_that_checkpoint(checkpoint_dir
     monkeypatch.delenv("ATTNSCOPE_MODEL_PATHS")
     code, err = in_process(["attention", "Hello world", "--model", "tiny-gpt2", "--out", out], capsys)
     assert code == 2 and "Unknown model 'tiny-gpt2'" in err
+
+
+def test_a_reader_that_leaves_stops_the_command_quietly():
+    """`attnscope models | head -0`: the pipe is closed before the command writes; it stops without an error line
+    and exits as a Unix tool whose reader left (128 + SIGPIPE), not with a usage error."""
+    import signal
+
+    child = subprocess.Popen([*command(), "models"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=environment())
+    child.stdout.close()  # the reader leaves before the first line
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 128 + signal.SIGPIPE, err
+    assert "Broken pipe" not in err and "Traceback" not in err and "error" not in err

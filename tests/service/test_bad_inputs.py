@@ -83,9 +83,10 @@ def server(live_server):
 def test_bad_input(server, name, method, path, raw, accepted):
     r = httpx.request(method, server.base + path, content=raw, headers=JSON if raw is not None else {}, timeout=60)
     assert r.status_code in accepted, r.text[:300]
-    if 400 <= r.status_code < 500:
-        detail = r.json()["detail"]
+    if 400 <= r.status_code < 500:  # every refusal: a sentence and the errors array, whoever answers it
+        detail, errors = r.json()["detail"], r.json()["errors"]
         assert isinstance(detail, str) and len(detail) > 8
+        assert errors and all({"loc", "msg", "type"} <= set(e) for e in errors)
     if r.headers.get("content-type", "").startswith("text/html"):  # pages never echo URL text server-side
         assert "alert(1)" not in r.text and "{{7*7}}" not in r.text and "\u200b" not in r.text
 
