@@ -11,6 +11,7 @@
 import { ApiError, GLIMPSE_TRAIN, startTraining, stopTraining, trainingEventsUrl } from './api.js';
 import { METHOD_OF, METHODS, percent, RUNS, secondsText, seriesFigure, varianceText, verdict } from './figures/glimpse.js';
 import { lang } from './i18n/index.js';
+import { readWholeFields } from './labs/fields.js';
 import { followJob } from './labs/follow.js';
 import { labRefusal } from './labs/refusal.js';
 import { $, createPage, createStatus, setTitle, t } from './page.js';
@@ -290,15 +291,9 @@ async function show(state) {
 // ---- the settings form --------------------------------------------------------------------------------------------
 
 function readForm() {
-  const settings = { without: els.without.checked };
-  for (const name of WHOLE) {
-    const text = fields[name].value.trim();
-    const [low, high] = LIMITS[name];
-    if (!/^\d+$/.test(text) || Number(text) < low || Number(text) > high) {
-      return { name, message: t('glimpse.error.whole', { field: t(`glimpse.field.${name}`), low, high }) };
-    }
-    settings[name] = Number(text);
-  }
+  const whole = readWholeFields(fields, WHOLE, LIMITS, (name, low, high) => t('glimpse.error.whole', { field: t(`glimpse.field.${name}`), low, high }));
+  if (!whole.values) return whole;
+  const settings = { without: els.without.checked, ...whole.values };
   return { settings };
 }
 

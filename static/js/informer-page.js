@@ -10,6 +10,7 @@
 import { ApiError, getInformerSeries, INFORMER_TRAIN, startTraining, stopTraining, trainingEventsUrl } from './api.js';
 import { curvesFigure, KINDS, mse, secondsText, verdict } from './figures/informer.js';
 import { lang } from './i18n/index.js';
+import { readWholeFields } from './labs/fields.js';
 import { followJob } from './labs/follow.js';
 import { labRefusal } from './labs/refusal.js';
 import { $, createPage, createStatus, range, setTitle, t } from './page.js';
@@ -269,16 +270,9 @@ for (const select of [els.net, els.head]) select.addEventListener('change', () =
 // ---- the settings form --------------------------------------------------------------------------------------------
 
 function readForm() {
-  const settings = { series: fields.series.value };
-  for (const name of WHOLE) {
-    const text = fields[name].value.trim();
-    const [low, high] = LIMITS[name];
-    if (!/^\d+$/.test(text) || Number(text) < low || Number(text) > high) {
-      return { name, message: t('informer.error.whole', { field: fieldLabel(name), low, high }) };
-    }
-    settings[name] = Number(text);
-  }
-  return { settings };
+  const whole = readWholeFields(fields, WHOLE, LIMITS, (name, low, high) => t('informer.error.whole', { field: fieldLabel(name), low, high }));
+  if (!whole.values) return whole;
+  return { settings: { series: fields.series.value, ...whole.values } };
 }
 
 function markInvalid(name) {

@@ -9,6 +9,7 @@
 import { ApiError, predictSeq2seq, startTraining, stopTraining, trainingEventsUrl } from './api.js';
 import { alignmentFigure, curvesFigure, lengthFigure } from './figures/seq2seq.js';
 import { lang } from './i18n/index.js';
+import { readWholeFields } from './labs/fields.js';
 import { followJob } from './labs/follow.js';
 import { labRefusal } from './labs/refusal.js';
 import { $, createPage, createStatus, setTitle, t } from './page.js';
@@ -218,15 +219,9 @@ async function show(state) {
 // ---- the settings form --------------------------------------------------------------------------------------------
 
 function readForm() {
-  const settings = { task: fields.task.value };
-  for (const name of WHOLE) {
-    const text = fields[name].value.trim();
-    const [low, high] = LIMITS[name];
-    if (!/^\d+$/.test(text) || Number(text) < low || Number(text) > high) {
-      return { name, message: t('seq2seq.error.whole', { field: fieldLabel(name), low, high }) };
-    }
-    settings[name] = Number(text);
-  }
+  const whole = readWholeFields(fields, WHOLE, LIMITS, (name, low, high) => t('seq2seq.error.whole', { field: fieldLabel(name), low, high }));
+  if (!whole.values) return whole;
+  const settings = { task: fields.task.value, ...whole.values };
   const lr = Number(fields.lr.value.trim());
   if (!fields.lr.value.trim() || !Number.isFinite(lr) || lr <= 0 || lr > LIMITS.lr[1]) {
     return { name: 'lr', message: t('seq2seq.error.rate', { field: fieldLabel('lr'), high: LIMITS.lr[1] }) };

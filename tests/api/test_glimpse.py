@@ -6,7 +6,6 @@ cancelling, and the work bound."""
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 
@@ -21,6 +20,8 @@ from app.schemas.glimpse import GlimpseDoneEvent, GlimpseEvalEvent
 from model.lab import glimpse
 from model.lab.glimpse_data import END, MAX_PIXEL, REGIONS, SIDE
 
+from .conftest import read_lab_events, train_lab
+
 TRAIN = "/api/v1/labs/glimpse/train"
 UNKNOWN = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 TINY = {"steps": 4, "batch": 8, "eval_every": 2, "channels": 4, "hidden": 8, "seed": 3}
@@ -34,23 +35,11 @@ def api():
 
 
 def read_events(api, job: str) -> list[tuple[str, dict]]:
-    """Every event of a job's stream, to its end: (name, data)."""
-    found, name = [], None
-    with api.stream("GET", f"{TRAIN}/{job}/events") as r:
-        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-        for line in r.iter_lines():
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                found.append((name, json.loads(line.removeprefix("data: "))))
-    return found
+    return read_lab_events(api, TRAIN, job)
 
 
 def train(api, settings: dict) -> tuple[str, list[tuple[str, dict]]]:
-    r = api.post(TRAIN, json=settings)
-    assert r.status_code == 202, r.text
-    assert r.json()["events"] == f"{TRAIN}/{r.json()['job']}/events"
-    return r.json()["job"], read_events(api, r.json()["job"])
+    return train_lab(api, TRAIN, settings)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from importlib import resources
 
@@ -18,6 +17,8 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.routes.informer import ATTENTION_BYTES
 from model.lab.informer import EVAL_BATCH
+
+from .conftest import read_lab_events, train_lab
 
 TRAIN = "/api/v1/labs/informer/train"
 WATCH = "/api/v1/labs/informer/watch"
@@ -34,23 +35,11 @@ def api():
 
 
 def read_events(api, job: str) -> list[tuple[str, dict]]:
-    """Every event of a job's stream, to its end: (name, data)."""
-    found, name = [], None
-    with api.stream("GET", f"{TRAIN}/{job}/events") as r:
-        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-        for line in r.iter_lines():
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                found.append((name, json.loads(line.removeprefix("data: "))))
-    return found
+    return read_lab_events(api, TRAIN, job)
 
 
 def train(api, settings: dict) -> tuple[str, list[tuple[str, dict]]]:
-    r = api.post(TRAIN, json=settings)
-    assert r.status_code == 202, r.text
-    assert r.json()["events"] == f"{TRAIN}/{r.json()['job']}/events"
-    return r.json()["job"], read_events(api, r.json()["job"])
+    return train_lab(api, TRAIN, settings)
 
 
 def sunspots() -> np.ndarray:
