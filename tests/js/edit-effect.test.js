@@ -48,3 +48,14 @@ test('the marked rows: the edited layer and an edited head only', () => {
   assert.equal(activeRows({ ...effect, probsparse: null }, 1, 0), null);
   assert.equal(activeRows(null, 1, 0), null);
 });
+
+test('the large map outlines marked rows while they are tall, and ticks them at the left edge when thin', async () => {
+  const { attentionHeatmapFigure } = await import('../../static/js/figures/heatmap.js');
+  const { MARKED } = await import('../../static/js/figures/axes.js');
+  const map = (n) => Array.from({ length: n }, () => Array.from({ length: n }, () => 1 / n));
+  const marks = (n) => attentionHeatmapFigure({ tokens: Array.from({ length: n }, (_, i) => token(`t${i}`)), matrix: map(n),
+    layer: 0, head: 0, marked: [1, 3], size: 700 }).layout.shapes.filter((s) => s.line.color === MARKED);
+  assert.deepEqual(marks(8).map((s) => [s.type, s.y0 + 0.5]), [['rect', 1], ['rect', 3]]);
+  const thin = marks(512); // about 1 px a row: an outline would cover the row's colours
+  assert.deepEqual(thin.map((s) => [s.type, s.y0, s.x0, s.x1 < 512 / 10]), [['line', 1, -0.5, true], ['line', 3, -0.5, true]]);
+});

@@ -7,7 +7,8 @@ import { matrixAbsMax, matrixMax, plotlyColorscale, plotlyDiverging } from './co
 import { escapeForPlotly } from './escape.js';
 
 const LABEL_PX = 13; // vertical room one tick label of the large map needs
-const AXIS_ROOM = 140; // pixels of the figure's width that are not the map (labels, colour bar)
+const AXIS_ROOM = 140;
+const MIN_OUTLINED_PX = 6; // a marked row thinner than this is ticked at the left edge, not outlined // pixels of the figure's width that are not the map (labels, colour bar)
 const BOUNDARY = '#1b2330'; // the line between segment A and segment B
 
 /** The sequential colour scale with a gamma: a value v (of the scale's maximum) gets the colour at v^gamma. */
@@ -62,7 +63,8 @@ function kindTitle({ kind, layer, head }) {
  *   labels that would overlap; `zmax` a scale shared with other maps (null: this map's maximum);
  *   `focus` a token whose row and column are highlighted; `boundary` the index of segment B's first
  *   token (a line is drawn before it); `notes` sentences shown under the title (e.g. rows renormalised);
- *   `marked` rows outlined in MARKED (a ProbSparse edit's active queries)
+ *   `marked` rows outlined in MARKED, or ticked at the left edge when rows are thin (a ProbSparse edit's active
+ *   queries)
  * @returns {{data: object[], layout: object, labels: string[]}}
  */
 export function attentionHeatmapFigure({
@@ -83,7 +85,13 @@ export function attentionHeatmapFigure({
   const line = (x0, x1, y0, y1, colour, width, dash = 'solid') => shapes.push({
     type: 'rect', xref: 'x', yref: 'y', x0, x1, y0, y1, line: { color: colour, width, dash }, fillcolor: 'rgba(0,0,0,0)',
   });
-  for (const row of marked) if (row < n) line(-0.5, n - 0.5, row - 0.5, row + 0.5, MARKED, 1.5);
+  // marked rows outlined while a row is tall enough to show its colours inside the outline; thinner rows get a
+  // tick at the map's left edge instead (at 512 tokens, outlines would paint over every marked row)
+  const rowPx = (size - AXIS_ROOM) / n;
+  for (const row of marked.filter((r) => r < n)) {
+    if (rowPx >= MIN_OUTLINED_PX) line(-0.5, n - 0.5, row - 0.5, row + 0.5, MARKED, 1.5);
+    else shapes.push({ type: 'line', xref: 'x', yref: 'y', x0: -0.5, x1: -0.5 + Math.max(1, n / 40), y0: row, y1: row, line: { color: MARKED, width: 2 } });
+  }
   if (query !== null && query < n) line(-0.5, n - 0.5, query - 0.5, query + 0.5, HIGHLIGHT, 2);
   if (focus !== null && focus < n) {
     line(-0.5, n - 0.5, focus - 0.5, focus + 0.5, HIGHLIGHT, 1.5, 'dot');

@@ -1417,7 +1417,7 @@ export default {
   "explorer.effect.separator": ", ",
   "explorer.effect.nextSame": "Next token: {token} stays the most probable, {p} → {q}; KL(p ‖ p′) = {kl} nats.",
   "explorer.effect.nextChanged": "Next token: {before} ({p}) becomes {after} ({q}); {before} keeps {left}; KL(p ‖ p′) = {kl} nats.",
-  "explorer.effect.marked": "Pink outlines: this head’s {u} active queries (ProbSparse)",
+  "explorer.effect.marked": "Pink marks: this head’s {u} active queries (ProbSparse)",
   "explorer.export.label": "Download",
   "explorer.export.png": "PNG",
   "explorer.export.svg": "SVG",

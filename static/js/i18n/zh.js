@@ -1417,7 +1417,7 @@ export default {
   "explorer.effect.separator": "，",
   "explorer.effect.nextSame": "下一个词元：{token} 仍是最可能的，{p} → {q}；KL(p ‖ p′) = {kl} 奈特。",
   "explorer.effect.nextChanged": "下一个词元：{before}（{p}）变为 {after}（{q}）；{before} 剩下 {left}；KL(p ‖ p′) = {kl} 奈特。",
-  "explorer.effect.marked": "粉色框：这个头的 {u} 个活跃查询（ProbSparse）",
+  "explorer.effect.marked": "粉色标记：这个头的 {u} 个活跃查询（ProbSparse）",
   "explorer.export.label": "下载",
   "explorer.export.png": "PNG",
   "explorer.export.svg": "SVG",
