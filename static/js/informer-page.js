@@ -12,6 +12,7 @@ import { curvesFigure, KINDS, mse, secondsText, verdict } from './figures/inform
 import { lang } from './i18n/index.js';
 import { readWholeFields } from './labs/fields.js';
 import { followJob } from './labs/follow.js';
+import { oneAtATime } from './labs/one-at-a-time.js';
 import { labRefusal } from './labs/refusal.js';
 import { $, createPage, createStatus, range, setTitle, t } from './page.js';
 import { loadPlotly } from './views/plotly-loader.js';
@@ -235,7 +236,8 @@ async function show(state) {
 
 // ---- a test window ------------------------------------------------------------------------------------------------
 
-async function showWindow() {
+/** Draws the test window the form names for the network and head chosen (one drawing at a time: showWindow). */
+async function drawChosenWindow() {
   if (!runs) return;
   const windows = runs.windows ?? null; // known from the first window shown
   const text = els.index.value.trim();
@@ -260,6 +262,8 @@ async function showWindow() {
     status.problem(refusal(error));
   }
 }
+
+const showWindow = oneAtATime(drawChosenWindow);
 
 $('informer-watch-form').addEventListener('submit', (event) => {
   event.preventDefault();

@@ -4,6 +4,7 @@
 // and what it wrote. The run, the canvas (buttons) and the step (a slider) are chosen beside it.
 import { argmax, canvasFigure, cellOf, emitted, HARD, tokenText } from '../../figures/glimpse.js';
 import { t } from '../../i18n/index.js';
+import { oneAtATime } from '../../labs/one-at-a-time.js';
 import { renderFigure } from '../plot.js';
 
 /**
@@ -32,7 +33,9 @@ export function createLook(els, evalsOf) {
     }));
   }
 
-  async function draw() {
+  const draw = oneAtATime(drawChosen);
+
+  async function drawChosen() {
     const run = els.run.value;
     const latest = evalsOf(run)?.at(-1) ?? null;
     if (!latest) {
