@@ -83,6 +83,10 @@ class LayerRecorder:
                 value = widen(value.detach()).cpu()
             self._store[step] = value if self._keep is None else self._keep(step, value)
 
+    def tap(self, name: str, value: torch.Tensor) -> torch.Tensor:
+        """A tap point of the network (model/nets/taps.py): a trace reads steps only, so the value as it is."""
+        return value
+
 
 # Steps whose tensors have a head axis (after the batch axis).
 PER_HEAD_STEPS = frozenset({"split", "scores", "scale", "mask", "softmax", "weighted_sum"})

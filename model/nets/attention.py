@@ -14,11 +14,12 @@ import torch
 from torch import nn
 
 from model.nets.sparse import sparsify
-from model.trace import LayerRecorder, widen
+from model.trace import widen
 
 if TYPE_CHECKING:
     from model.nets.cache import LayerCache
     from model.nets.edit import Edit
+    from model.nets.taps import Recorder
 
 
 def project(x: torch.Tensor, linear: nn.Linear) -> torch.Tensor:
@@ -160,7 +161,9 @@ class MultiHeadAttention(nn.Module):
     functions that model/lab/variants.py and model/nets/positions.py swap in; the defaults are scaled
     dot-product softmax attention. With a rotation the `split` step's q and k are the rotated ones (what
     the scores are made of), and a traced forward without a cache also records them as they were before
-    it, as `q_unrotated` and `k_unrotated` (model/trace.py arrange_rotation).
+    it, as `q_unrotated` and `k_unrotated` (model/trace.py arrange_rotation). The forward also calls
+    `record.tap(name, value)` at the taps q, k, v, rot_q, rot_k, attn_scores, pattern and z (model/nets/taps.py)
+    and goes on with the value it gets back: a LayerTaps as `record` reads or replaces them.
     """
 
     def __init__(
@@ -197,7 +200,7 @@ class MultiHeadAttention(nn.Module):
         keys: torch.Tensor | None = None,
         values: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
-        record: LayerRecorder | None = None,
+        record: Recorder | None = None,
         edit: Edit | None = None,
         cache: LayerCache | None = None,
         mask_keeps_a_key: bool = False,
@@ -231,12 +234,14 @@ class MultiHeadAttention(nn.Module):
         vg = split_heads(v, self.n_kv_heads)  # (B, G, S, Dv)
         if self.query_norm is not None and self.key_norm is not None:
             qh, kg = self.query_norm(qh), self.key_norm(kg)
+        qh, kg, vg = rec.tap("q", qh), rec.tap("k", kg), rec.tap("v", vg)
         unrotated: dict[str, torch.Tensor] = {}
         if self.rotate is not None:  # each key-value head rotated once, before it is shared
             if cache is None and rec.wants("split"):  # what the rotation turned, for a trace to show beside it
                 unrotated = {"q_unrotated": qh, "k_unrotated": share_heads(kg, self.n_heads)}  # (B, H, T|S, Dk)
             offset = 0 if cache is None else cache.length
             qh, kg = self.rotate(qh, offset), self.rotate(kg, offset)
+            qh, kg = rec.tap("rot_q", qh), rec.tap("rot_k", kg)
         if cache is not None:
             kg, vg = cache.extend(kg, vg)  # (B, G, S_cached + S, D·)
         kh = share_heads(kg, self.n_heads)  # (B, H, S, Dk)
@@ -255,14 +260,17 @@ class MultiHeadAttention(nn.Module):
         hiding = edit is not None and bool(edit.hidden_keys)
         if edit is not None and hiding:
             masked = hide_keys(masked, edited, list(edit.hidden_keys))
+        masked = rec.tap("attn_scores", masked)
         rec("mask", masked)
         weights = self.weigh(masked, hiding or (mask is not None and not mask_keeps_a_key))  # (B, H, T, S)
         if edit is not None and edit.probsparse is not None:  # a lazy row's weights: 1/S, or 1 on keys 0..i if masked
             weights = sparsify(weights, qh, kh, edited, edit.probsparse, edit.seed, causal=mask is not None)
+        weights = rec.tap("pattern", weights)
         rec("softmax", weights)
         mixed = weighted_sum(weights, vh)  # (B, H, T, Dv)
         if edit is not None and edit.ablate:
             mixed = ablate_heads(mixed, edited)
+        mixed = rec.tap("z", mixed)
         rec("weighted_sum", mixed)
         joined = merge_heads(mixed)  # (B, T, H*Dv)
         rec("concat", joined)
@@ -272,13 +280,16 @@ class MultiHeadAttention(nn.Module):
 
 
 class NoRecord:
-    """Recorder used when nothing is traced."""
+    """Recorder used when nothing is traced or tapped."""
 
     def wants(self, step: str) -> bool:
         return False
 
     def __call__(self, step: str, value: object) -> None:
         pass
+
+    def tap(self, name: str, value: torch.Tensor) -> torch.Tensor:
+        return value
 
 
 NO_RECORD = NoRecord()

@@ -21,7 +21,8 @@ from torch import nn
 from model.nets.attention import NO_RECORD, MultiHeadAttention, NoRecord, causal_mask, key_padding_mask
 from model.nets.config import ACTIVATIONS, NetConfig
 from model.nets.positions import rope_half, rope_inverse_frequencies
-from model.trace import LayerRecorder, Trace
+from model.nets.taps import FINAL_TAP, Recorder, Taps
+from model.trace import Trace
 
 if TYPE_CHECKING:
     from model.nets.cache import KVCache, LayerCache
@@ -82,7 +83,7 @@ class Block(nn.Module):
         self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model, bias=mlp_bias)
         self.activation = ACTIVATIONS[cfg.activation]
 
-    def mlp(self, x: torch.Tensor, record: LayerRecorder | NoRecord = NO_RECORD) -> torch.Tensor:
+    def mlp(self, x: torch.Tensor, record: Recorder | NoRecord = NO_RECORD) -> torch.Tensor:
         """out(act(in(x))), or gated: out(act(gate(x)) ⊙ in(x)) (SwiGLU, GeGLU). Each token's row alone."""
         if self.ff_gate is None:
             before = self.ff_in(x)  # (B, T, d_ff)
@@ -102,13 +103,16 @@ class Block(nn.Module):
         return out
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: LayerRecorder | None = None,
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, record: Recorder | None = None,
         edit: Edit | None = None, cache: LayerCache | None = None, mask_keeps_a_key: bool = False,
     ) -> torch.Tensor:
         """`mask_keeps_a_key`: see MultiHeadAttention.forward. `record` sees the attention's steps (STEPS) and
-        the block's around it (BLOCK_STEPS, model/steps.py), in the order they are computed."""
+        the block's around it (BLOCK_STEPS, model/steps.py), in the order they are computed; its `tap` is called
+        at the taps resid_pre, attn_out, resid_mid, mlp_out and resid_post (and the attention's), and the block
+        goes on with what it returns (a LayerTaps, model/nets/taps.py, reads or replaces them)."""
         kept = mask_keeps_a_key
         rec = record or NO_RECORD
+        x = rec.tap("resid_pre", x)
         rec("block_input", x)
         if self.pre_norm:
             normed = self.attention_norm(x)  # (B, T, D)
@@ -117,7 +121,8 @@ class Block(nn.Module):
             if self.attention_post_norm is not None:
                 attended = self.attention_post_norm(attended)
                 rec("post_norm_1", attended)
-            x = x + attended  # (B, T, D)
+            attended = rec.tap("attn_out", attended)
+            x = rec.tap("resid_mid", x + attended)  # (B, T, D)
             rec("add_1", x)
             normed = self.ff_norm(x)  # (B, T, D)
             rec("norm_2", normed)
@@ -125,16 +130,19 @@ class Block(nn.Module):
             if self.ff_post_norm is not None:
                 fed = self.ff_post_norm(fed)
                 rec("post_norm_2", fed)
-            added: torch.Tensor = x + fed  # (B, T, D)
+            fed = rec.tap("mlp_out", fed)
+            added: torch.Tensor = rec.tap("resid_post", x + fed)  # (B, T, D)
             rec("add_2", added)
             return added
-        x = x + self.attention(x, mask=mask, record=record, edit=edit, cache=cache, mask_keeps_a_key=kept)
+        attended = rec.tap("attn_out", self.attention(x, mask=mask, record=record, edit=edit, cache=cache,
+                                                      mask_keeps_a_key=kept))  # (B, T, D)
+        x = rec.tap("resid_mid", x + attended)  # (B, T, D)
         rec("add_1", x)
         x = self.attention_norm(x)  # (B, T, D)
         rec("norm_1", x)
-        x = x + self.mlp(x, rec)
+        x = x + rec.tap("mlp_out", self.mlp(x, rec))
         rec("add_2", x)
-        out: torch.Tensor = self.ff_norm(x)  # (B, T, D)
+        out: torch.Tensor = rec.tap("resid_post", self.ff_norm(x))  # (B, T, D)
         rec("norm_2", out)
         return out
 
@@ -177,11 +185,16 @@ class Transformer(nn.Module):
     def forward(
         self, ids: torch.Tensor, segments: torch.Tensor | None = None, trace: Trace | None = None,
         edit: Edit | None = None, padding: torch.Tensor | None = None, through: int | None = None,
-        cache: KVCache | None = None,
+        cache: KVCache | None = None, taps: Taps | None = None,
     ) -> torch.Tensor:
         """ids, segments: (B, T) int64 (segments: zeros when None; unused without token types). Records into
         `trace` when one is given. `through`: run blocks 0…through only and return that block's output (no
         final norm), for a trace that needs no later layer; None: every block.
+
+        `taps` (model/nets/taps.py): hooks that read or replace values at the named points of every block (and
+        the final norm's output when every block runs), and the values kept; its names are checked against
+        this network first (InputError). A trace and taps combine: each block gets the taps with the trace's
+        recorder inside, and a step recorded after a tap shows the hooked value.
 
         `edit` (model/nets/edit.py) changes heads of its layer; every later layer runs on the edited
         hidden state, and the layers before it are computed exactly as without an edit. Its indices are
@@ -205,13 +218,17 @@ class Transformer(nn.Module):
             raise ValueError("a KV cache is for a causal network's plain forward: no edit, padding or through")
         if edit is not None:
             edit.check(self.cfg.n_layers, self.cfg.n_heads, t)
+        if taps is not None:
+            taps.check(self.cfg.n_layers, self.cfg.positions == "rope", self.final_norm is not None)
         segments = torch.zeros_like(ids) if segments is None else segments
         masks = self.layer_masks(t, ids.device, padding, offset)
         x: torch.Tensor = self.embeddings(ids, segments, offset)  # (B, T, D)
         blocks = self.blocks if through is None else self.blocks[: through + 1]
-        record = None
+        record: Recorder | None = None
         for i, block in enumerate(blocks):
             record = trace.recorder(i) if trace is not None else None
+            if taps is not None:
+                record = taps.layer(i, record)
             x = block(x, mask=masks[i], record=record, edit=edit if edit is not None and edit.layer == i else None,
                       cache=cache.layers[i] if cache is not None else None, mask_keeps_a_key=padding is None)
         # a trace of the last block shows the final norm too, even when it stops there (`through`)
@@ -220,6 +237,8 @@ class Transformer(nn.Module):
         if self.final_norm is None or (through is not None and not shown):
             return x
         normed: torch.Tensor = self.final_norm(x)  # (B, T, D)
+        if taps is not None and through is None:
+            normed = taps.final(self.cfg.n_layers).tap(FINAL_TAP, normed)
         if shown and record is not None:
             record("final_norm", normed)
         return x if through is not None else normed
