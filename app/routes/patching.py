@@ -33,21 +33,26 @@ RULES = "; ".join(f"`{kind}`: {what}" for kind, (_, what) in patching.PATCH_RULE
 @router.post(
     "/patch",
     response_model=PatchResponse,
-    summary="Activation patching: how much of the clean output each head, or each layer and position, restores",
+    summary="Activation patching: how much of the clean output each head, pattern, MLP or stream position restores",
     description=(
         "Runs the model on `clean` and on `corrupted` (the same token count) and then on `corrupted` again once per "
         "cell, with one activation copied from the clean run: `heads`, each head's output (its weighted sum "
-        "softmax·V before the output projection W_o) at every position, one (layer, head) at a time; `residual`, "
+        "softmax·V before the output projection W_o) at every position, one (layer, head) at a time; "
+        "`head_position`, one head's output at one position (a grid [layer][head][position]); `pattern`, one head's "
+        "attention weights (every query's row) with the corrupted run's values, everything after recomputed; `mlp`, "
+        "one layer's MLP output at one position; `residual`, "
         "the residual stream entering layer l at position p (row 0: the embeddings' output; a post-norm BERT's "
         "stream is each block's output after its LayerNorm, a pre-norm GPT-2's the sum before the block's norm). "
         "The metric m: for a model with an LM head the logit difference logit[good] − logit[bad] at the last "
         "position (`answer`: two token ids, or texts that are one token each); for any other (an encoder such as "
         "minilm) the cosine similarity of the mean-pooled last hidden state to the clean text's (so m(clean) = 1). "
-        "`grid` [layer][head or position] = (m(patched) − m(corrupted)) / (m(clean) − m(corrupted)): 1 restores "
-        "the clean metric, 0 changes nothing. Rules that depend on the model: `model` is an id from GET "
-        "/api/v1/models, else 404 (`unknown_model`); each text at most the model's `max_tokens` tokens, else 413 "
-        "(`too_many_tokens`); otherwise 422 with `type`: " + RULES + f" ({patching.MIN_GAP:g}; identical texts "
-        "are refused this way)."
+        "`patched` holds m after each patch; `grid` [layer][head or position] = (m(patched) − m(corrupted)) / "
+        "(m(clean) − m(corrupted)): 1 restores the clean metric, 0 changes nothing. When the gap m(clean) − "
+        f"m(corrupted) is below {patching.GAP_SHARE:g} of the metric's scale (`min_gap`: of max(|m(clean)|, "
+        "|m(corrupted)|, and for the logit difference the standard deviation of the last position's logits)) the "
+        "ratio would magnify noise: `normalised` is false and `grid` null. Rules that depend on the model: `model` "
+        "is an id from GET /api/v1/models, else 404 (`unknown_model`); each text at most the model's `max_tokens` "
+        "tokens, else 413 (`too_many_tokens`); otherwise 422 with `type`: " + RULES + "."
     ),
 )
 def patch(req: PatchBody, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> Response:
@@ -63,8 +68,11 @@ def patch(req: PatchBody, hub: Hub, settings: SettingsDep, gone: ClientLeft) -> 
     body = PatchResponse(
         model=spec.id, target=req.target, metric_name=found.metric_name,
         metric=PatchMetric(clean=serialize.short_float(found.clean), corrupted=serialize.short_float(found.corrupted)),
-        answer=answer, rows="layer", columns="head" if req.target == "heads" else "position",
-        grid=serialize.float32_numbers(found.grid), patched=serialize.float32_numbers(found.patched),
+        answer=answer, axes=list(found.axes), rows="layer", columns=found.axes[1],
+        n_heads=model.cfg.n_heads, n_kv_heads=model.cfg.kv_heads, normalised=found.normalised,
+        gap=serialize.short_float(found.gap), min_gap=serialize.short_float(found.min_gap),
+        grid=None if found.grid is None else serialize.float32_numbers(found.grid),
+        patched=serialize.float32_numbers(found.patched),
         clean_tokens=serialize.tokens(clean.tokens), corrupted_tokens=serialize.tokens(corrupted.tokens),
     )
     return serialize.json_response(body)

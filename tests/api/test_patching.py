@@ -5,6 +5,7 @@ change."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from model.analysis import patching
 from model.checkpoints import load
@@ -20,26 +21,51 @@ def assert_equal(got: dict, found: patching.Patching) -> None:
     assert got["metric_name"] == found.metric_name and got["target"] == found.target
     assert got["metric"] == {"clean": pytest.approx(found.clean, abs=1e-7),
                              "corrupted": pytest.approx(found.corrupted, abs=1e-7)}
-    assert len(got["grid"]) == found.grid.shape[0]
-    for row, expected in zip(got["grid"], found.grid.tolist(), strict=True):
-        assert row == pytest.approx(expected, abs=1e-6)
-    for row, expected in zip(got["patched"], found.patched.tolist(), strict=True):
-        assert row == pytest.approx(expected, abs=1e-6)
+    assert got["axes"] == list(found.axes) and got["normalised"] == found.normalised
+    assert got["gap"] == pytest.approx(found.gap, abs=1e-6) and got["min_gap"] == pytest.approx(found.min_gap, rel=1e-6)
+    assert torch.tensor(got["patched"]).shape == found.patched.shape
+    assert torch.tensor(got["patched"]).sub(found.patched).abs().max() <= 1e-6
+    if found.grid is None:
+        assert got["grid"] is None
+    else:
+        assert torch.tensor(got["grid"]).shape == found.grid.shape
+        assert torch.tensor(got["grid"]).sub(found.grid).abs().max() <= 1e-6
+
+
+SHAPES = {"heads": ("head",), "pattern": ("head",), "residual": ("position",), "mlp": ("position",),
+          "head_position": ("head", "position")}
 
 
 @pytest.mark.parametrize("target", patching.TARGETS)
 def test_minilm_answer_equals_the_model_function(client, target):
-    r = post(client, clean=CLEAN, corrupted=CORRUPTED, target=target, model="minilm")
+    clean_text, corrupted_text = ("The cat sat.", "The dog sat.") if target == "head_position" else (CLEAN, CORRUPTED)
+    r = post(client, clean=clean_text, corrupted=corrupted_text, target=target, model="minilm")
     assert r.status_code == 200, r.text
     got = r.json()
     model = load("minilm")
-    clean, corrupted = model.tokenizer.encode(CLEAN), model.tokenizer.encode(CORRUPTED)
+    clean, corrupted = model.tokenizer.encode(clean_text), model.tokenizer.encode(corrupted_text)
     assert_equal(got, patching.patch(model, clean, corrupted, target))
     assert [t["text"] for t in got["clean_tokens"]] == [t.text for t in clean.tokens]
     assert [t["text"] for t in got["corrupted_tokens"]] == [t.text for t in corrupted.tokens]
-    assert got["rows"] == "layer" and got["columns"] == ("head" if target == "heads" else "position")
+    assert got["axes"] == ["layer", *SHAPES[target]] and got["rows"] == "layer" and got["columns"] == SHAPES[target][0]
     assert got["answer"] is None and got["metric"]["clean"] == pytest.approx(1.0, abs=1e-6)
-    assert len(got["grid"][0]) == (12 if target == "heads" else len(clean))
+    sizes = {"head": 12, "position": len(clean)}
+    assert torch.tensor(got["grid"]).shape == (6, *(sizes[axis] for axis in SHAPES[target]))
+    assert (got["n_heads"], got["n_kv_heads"], got["normalised"]) == (12, 12, True)
+
+
+def test_a_tiny_gap_answers_the_raw_metric_and_says_the_grid_is_not_normalised(client):
+    """"the" → "a" moves MiniLM's cosine similarity by about 0.005: below 5 % of its scale 1."""
+    r = post(client, clean=CLEAN, corrupted="The cat sat on a mat.", target="mlp")
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["normalised"] is False and got["grid"] is None and got["min_gap"] == pytest.approx(0.05)
+    assert 0 < got["gap"] < 0.05
+    assert got["gap"] == pytest.approx(got["metric"]["clean"] - got["metric"]["corrupted"], abs=1e-6)
+    assert torch.tensor(got["patched"]).shape == (6, 9)
+    model = load("minilm")
+    assert_equal(got, patching.patch(model, model.tokenizer.encode(CLEAN),
+                                     model.tokenizer.encode("The cat sat on a mat."), "mlp"))
 
 
 def test_gpt2_answer_as_ids_or_text(local_client, local_dirs):
@@ -69,8 +95,13 @@ def test_refusals(client, local_client):
     assert "9 tokens" in counts["msg"] and "5" in counts["msg"] and counts["loc"] == ["body", "corrupted"]
     encoder = error_of(post(client, clean=CLEAN, corrupted=CORRUPTED, answer=[1, 2]), 422)
     assert encoder["type"] == "answer_not_allowed" and encoder["loc"] == ["body", "answer"]
-    same = error_of(post(client, clean=CLEAN, corrupted=CLEAN), 422)
-    assert same["type"] == "metric_unchanged"
+    same = error_of(post(client, clean=CLEAN, corrupted=CLEAN, target="pattern"), 422)
+    assert same["type"] == "metric_unchanged" and "nothing for a patch to restore" in same["msg"]
+    # a head and position grid is H times the residual grid's runs: 37 tokens fit, and the heads grid still does
+    position = error_of(post(client, clean=" ".join(["cat"] * 40), corrupted=" ".join(["cat"] * 39 + ["dog"]),
+                             target="head_position"), 422)
+    assert position["type"] == "patch_too_large" and position["ctx"] == {"tokens": 42, "max_tokens": 37}
+    assert "or target heads" in position["msg"]
     # MiniLM's residual grid fits up to 128 tokens ([CLS] + 127 words + [SEP] is 129); its heads grid still fits
     long_clean, long_corrupted = " ".join(["cat"] * 127), " ".join(["cat"] * 126 + ["dog"])
     large = error_of(post(client, clean=long_clean, corrupted=long_corrupted, target="residual"), 422)

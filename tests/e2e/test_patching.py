@@ -1,6 +1,8 @@
 """The explorer's activation patching panel in real Chromium with MiniLM: the grid drawn equals a fetch of POST
 /api/v1/patch, the caption's cell and value are recomputed here from that answer, a click on a head's cell opens that
-head in the explorer, a refused input (different token counts) is shown, and the panel works at 390 px in 中文."""
+head in the explorer, a refused input (different token counts) is shown, and the panel works at 390 px in 中文; a
+gap too small to divide by shows the raw metric and says why. (The grids grouped by key-value head:
+test_patching_gqa.py.)"""
 
 from __future__ import annotations
 
@@ -93,3 +95,30 @@ def test_different_token_counts_are_refused_with_both_counts(page: Page):
     expect(status).to_have_text(re.compile(r"The sentence has 13 tokens and the corrupted text 5"))
     expect(status).to_have_class(re.compile(r"\bis-error\b"))
     expect(page.locator("#patch-result")).to_be_hidden()
+
+
+def raw_best(answer: dict) -> tuple[int, int, float]:
+    """The cell that moves the raw metric furthest toward the clean one (the first of equal ones, row by row)."""
+    sign = 1 if answer["metric"]["clean"] >= answer["metric"]["corrupted"] else -1
+    cells = answer["patched"]
+    layer, index = max(((row, i) for row in range(len(cells)) for i in range(len(cells[0]))),
+                       key=lambda c: ((cells[c[0]][c[1]] - answer["metric"]["corrupted"]) * sign, -c[0], -c[1]))
+    return layer, index, cells[layer][index]
+
+
+def test_a_tiny_gap_draws_the_raw_metric_and_says_why(page: Page, api):
+    corrupted = "The cat sat on a mat because it was warm."
+    run_panel(page, "mlp", corrupted)
+    expect(page.locator("#patch-panel")).to_have_attribute("data-normalised", "false")
+    expect(page.locator("#patch-legend")).to_be_hidden()
+    wait_until(page, f"() => ({DRAWN})().length > 0")
+    answer = api.post("/api/v1/patch", json={"clean": TEXT, "corrupted": corrupted, "target": "mlp"}).json()
+    assert answer["normalised"] is False and answer["grid"] is None
+    assert page.evaluate(DRAWN) == answer["patched"]
+    expect(page.locator("#patch-raw")).to_contain_text(
+        f"differ by only {abs(answer['gap']):.4f} in cosine similarity to the sentence’s embedding, less than "
+        f"{answer['min_gap']:.4f}")
+    layer, position, value = raw_best(answer)
+    expect(page.locator("#patch-caption")).to_have_text(re.compile(
+        rf"^The MLP of layer {layer} at position {position} \(.+\) moves the metric furthest toward the "
+        rf"sentence’s: cosine similarity to the sentence’s embedding {value:.4f}\.$"))

@@ -95,7 +95,7 @@ def gpt2_metric(answer):
     return lambda logits: float(logits[0, -1, answer[0]] - logits[0, -1, answer[1]])
 
 
-@pytest.mark.parametrize("target", patching.TARGETS)
+@pytest.mark.parametrize("target", ["heads", "residual"])
 def test_minilm_equals_hooks_on_bert_model(minilm, bert_reference, target):
     clean, corrupted = minilm.tokenizer.encode(CLEAN), minilm.tokenizer.encode(CORRUPTED)
     ours = patching.patch(minilm, clean, corrupted, target)
@@ -121,7 +121,7 @@ def test_minilm_equals_hooks_on_bert_model(minilm, bert_reference, target):
     assert (ours.patched[5] - wrong[5]).abs().max() > 100 * TOLERANCE
 
 
-@pytest.mark.parametrize("target", patching.TARGETS)
+@pytest.mark.parametrize("target", ["heads", "residual"])
 def test_gpt2_equals_hooks_on_gpt2_lm_head_model(gpt2, gpt2_reference, target):
     clean, corrupted = gpt2.tokenizer.encode(GPT2_CLEAN), gpt2.tokenizer.encode(GPT2_CORRUPTED)
     ours = patching.patch(gpt2, clean, corrupted, target, list(GPT2_ANSWER))

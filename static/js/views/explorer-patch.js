@@ -1,11 +1,14 @@
 // The explorer's activation patching panel (POST /api/v1/patch): the sentence is the clean text; the user types a
-// corrupted one of the same token count (prefilled with two words swapped), chooses what to patch (each head, or
-// the residual stream at each layer and position) and, for a model with an LM head, the two answer tokens whose
-// logit difference is the metric (sent as typed: the server turns each into its one token, or says it is not one).
-// The grid is a Plotly heatmap (figures/patch.js); a click on a head's cell selects that layer and head in the
+// corrupted one of the same token count (prefilled with two words swapped), chooses what to patch (each head's
+// output, at every position or at one; each head's attention pattern; each MLP's output or the residual stream at
+// each layer and position) and, for a model with an LM head, the two answer tokens whose logit difference is the
+// metric (sent as typed: the server turns each into its one token, or says it is not one).
+// The grid is a Plotly heatmap (figures/patch.js), heads grouped by key-value head; a head and position grid is
+// shown as layers × heads at each cell's best position or at the slider's position. A gap too small to divide by
+// shows the raw metric with a note saying why. A click on a head's cell selects that layer and head in the
 // explorer. A run is an action (Run), not part of the URL. Token text reaches the DOM through textContent.
 import { getPatch } from '../api.js';
-import { patchCaptionParts, patchFigure, suggestCorrupted } from '../figures/patch.js';
+import { patchCaptionParts, patchFigure, patchView, positionLabel, rawNoteParts, suggestCorrupted } from '../figures/patch.js';
 import { tNodes } from '../i18n/index.js';
 import { errorMessage, loadModels, t } from '../page.js';
 import { renderFigure } from './plot.js';
@@ -32,10 +35,13 @@ export function createPatchPanel(panel, { onSelect }) {
     form: $('patch-form'), corrupted: $('patch-corrupted'), target: $('patch-target'), answers: $('patch-answers'),
     good: $('patch-good'), bad: $('patch-bad'), run: $('patch-run'), status: $('patch-status'),
     result: $('patch-result'), metric: $('patch-metric'), grid: $('patch-grid'), caption: $('patch-caption'),
+    raw: $('patch-raw'), positions: $('patch-positions'), best: $('patch-best'), position: $('patch-position'),
+    positionLabel: $('patch-position-label'), legend: $('patch-legend'),
   };
   let current = { text: null, model: null, lmHead: false, layer: null, head: null };
   let suggested = null; // the corrupted text the panel filled in (replaced when the sentence changes)
   let shown = null; // {answer, text, model}: the grid on screen
+  let position = null; // head_position's chosen position; null: each cell's best
   let seq = 0;
 
   function say(message, error = false) {
@@ -48,17 +54,27 @@ export function createPatchPanel(panel, { onSelect }) {
     const { answer } = shown;
     await loadPlotly();
     const width = els.grid.clientWidth || 600;
-    await renderFigure(els.grid, patchFigure(answer, { layer: current.layer, head: current.head, width }),
+    await renderFigure(els.grid, patchFigure(answer, { layer: current.layer, head: current.head, width, position }),
       { filename: `patch-${answer.target}` });
     if (!els.grid.dataset.bound) {
       els.grid.dataset.bound = '1';
       els.grid.on('plotly_click', (event) => {
         const point = event.points && event.points[0];
-        if (shown && shown.answer.columns === 'head' && point && Array.isArray(point.customdata)) {
+        if (shown && patchView(shown.answer).columns === 'head' && point && Array.isArray(point.customdata)) {
           onSelect(point.customdata[0], point.customdata[1]);
         }
       });
     }
+  }
+
+  function drawCaption(answer) {
+    const caption = patchCaptionParts(answer, position);
+    els.caption.replaceChildren(...tNodes(caption.key, caption.values, caption.data));
+    if (answer.target === 'head_position') {
+      els.positionLabel.replaceChildren(...(position === null ? [document.createTextNode('')]
+        : tNodes('patch.position.at', { position, token: positionLabel(answer, position) }, ['token'])));
+    }
+    panel.dataset.position = position === null ? 'best' : String(position);
   }
 
   function drawAnswer(answer) {
@@ -68,9 +84,33 @@ export function createPatchPanel(panel, { onSelect }) {
     })];
     if (answer.answer) parts.push(` · ${t('patch.answerLine', { good: answer.answer[0].id, bad: answer.answer[1].id })}`);
     els.metric.textContent = parts.join('');
-    const caption = patchCaptionParts(answer);
-    els.caption.replaceChildren(...tNodes(caption.key, caption.values, caption.data));
+    const note = rawNoteParts(answer);
+    els.raw.hidden = note === null;
+    els.raw.textContent = note === null ? '' : t(note.key, note.values);
+    els.legend.hidden = note !== null; // the legend's ratio is not what a raw grid shows
+    panel.dataset.normalised = String(note === null);
+    const byPosition = answer.target === 'head_position';
+    els.positions.hidden = !byPosition;
+    position = null;
+    if (byPosition) {
+      els.best.checked = true;
+      els.position.max = String(answer.clean_tokens.length - 1);
+      els.position.value = String(answer.clean_tokens.length - 1);
+      els.position.disabled = true;
+    }
+    drawCaption(answer);
   }
+
+  async function choosePosition() {
+    if (!shown) return;
+    position = els.best.checked ? null : Number(els.position.value);
+    els.position.disabled = els.best.checked;
+    drawCaption(shown.answer);
+    await drawGrid();
+  }
+
+  els.best.addEventListener('change', choosePosition);
+  els.position.addEventListener('input', choosePosition);
 
   async function run() {
     const ticket = ++seq;
