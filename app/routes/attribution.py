@@ -1,20 +1,23 @@
-"""REST API v1: attribution beside attention (POST /api/v1/attribution).
+"""REST API v1: attribution beside attention (POST /api/v1/attribution), of a continuation token by token
+(POST /api/v1/attribution/continuation), and a word's token id (POST /api/v1/token).
 
 The route tokenizes the text (413 over the model's limit, before any work is queued) and makes one call on
 the model worker (model/analysis/attribution.py), which checks the target and steps, runs the gradients and
-the three attention-based scores, and answers a dataclass of plain numbers.
+the three attention-based scores, and answers a dataclass of plain numbers. The continuation's route checks
+the ids, the length and the work first, then makes one call (model/analysis/continuation.py) that generates the
+continuation when asked and integrates each of its tokens' gradients.
 
 No `from __future__ import annotations`: FastAPI reads the dependencies' annotations at run time.
 """
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Depends
 
-from model.analysis import attribution, baselines, work
+from model.analysis import attribution, baselines, continuation, work
 
 from .. import serialize
-from ..deps import ClientLeft, Hub, SettingsDep
+from ..deps import ClientLeft, Hub, Resolved, SettingsDep, resolved_with_lm_head
 from ..schemas.attribution import (
     Agreement,
     AttributionRequest,
@@ -22,6 +25,11 @@ from ..schemas.attribution import (
     Baseline,
     Compared,
     Completeness,
+    ContinuationRequest,
+    ContinuationResponse,
+    ContinuationRowAnswer,
+    ContinuationToken,
+    GivenContinuation,
     TokenRequest,
     TokenResponse,
 )
@@ -116,3 +124,56 @@ async def single_token(req: TokenBody, hub: Hub) -> TokenResponse:
     spec, model = hub.get(req.model)
     token_id, token, display = attribution.single_token(model, req.text)
     return TokenResponse(model=spec.id, id=token_id, token=token, display=display)
+
+
+ContinuationInput = Annotated[Resolved[ContinuationRequest], Depends(
+    resolved_with_lm_head(ContinuationRequest, "attributing a continuation"))]
+CONTINUATION_RULES = "; ".join(f"`{kind}`: {what}" for kind, (_, what) in continuation.CONTINUATION_RULES.items())
+
+
+def _completeness(found: attribution.Completeness) -> Completeness:
+    gap = found.relative_gap
+    return Completeness(sum=found.sum, difference=found.difference, relative_gap=gap if gap != float("inf") else None,
+                        ok=found.ok, reason=found.reason)
+
+
+@router.post(
+    "/attribution/continuation",
+    response_model=ContinuationResponse,
+    summary="Each token of a continuation attributed to every token before it (integrated gradients)",
+    description=(
+        "For a model with an LM head (`lm_head` in GET /api/v1/models; null `model`: the first one): `text` and a "
+        "continuation, given as token ids or generated greedily here ({\"new_tokens\": n}). Row j explains the "
+        "log-probability of continuation token j given everything before it (the log softmax of the logits at the "
+        "position before it: comparable from row to row, where a position's logits share an offset the softmax "
+        "discards) by integrated gradients over the word embeddings of every earlier token, the text's and the "
+        "continuation's before it, from the baseline `baseline` (as /attribution's, `mean` by default) with a "
+        "Gauss–Legendre quadrature of `steps` nodes: a matrix continuation × earlier tokens, each row with its own "
+        "`completeness` (Σ row = f_j(x) − f_j(baseline) within 5 %, else `ok` false and `warning` says what to "
+        "change; no ranking is claimed for that row). An encoder: 422 `no_lm_head`; "
+        + CONTINUATION_RULES + " (422, `loc` [\"body\", \"continuation\", ...]); `pad` or `mask` for a "
+        "tokenizer without that token, 422 (`baseline_unavailable`); work over the server's budget "
+        "(ATTNSCOPE_WORK_BUDGET), checked before any model work: 422 (`work_too_large`, ctx {gflop, budget_gflop, "
+        "largest}; `loc` [\"body\", \"steps\"] with the most steps, else the continuation's field with the most "
+        "continuation tokens); over the model's `max_tokens` tokens: 413 (`too_many_tokens`)."
+    ),
+)
+def attribute_continuation(r: ContinuationInput, hub: Hub, settings: SettingsDep, gone: ClientLeft,
+                           ) -> ContinuationResponse:
+    model, req = r.model, r.req
+    given = req.continuation.ids if isinstance(req.continuation, GivenContinuation) else None
+    new_tokens = None if given is not None else req.continuation.new_tokens  # type: ignore[union-attr]
+    continuation.checked_continuation(model, len(r.encoded), given, new_tokens)
+    count = len(given) if given is not None else int(new_tokens or 0)
+    continuation.check_work(model.cfg, len(r.encoded), count, req.steps, given is None, settings.work_budget)
+    baselines.check(model, r.encoded, req.baseline)  # 422 before any work is queued
+    found = hub.run(continuation.attribute_continuation, model, r.encoded, given, new_tokens, req.steps,
+                    req.baseline, gone=gone, stoppable=True, background=True)
+    tokens = [ContinuationToken(index=row.index, id=row.id, token=row.token, display=row.display)
+              for row in found.rows]
+    return ContinuationResponse(
+        model=r.spec.id, tokens=r.tokens, generated=found.generated, output_name="log_probability",
+        steps=found.steps, baseline=req.baseline, baseline_token=found.baseline_token, continuation=tokens,
+        rows=[ContinuationRowAnswer(token=token, output=row.output, baseline_output=row.baseline_output,
+                                    scores=list(row.scores), completeness=_completeness(row.completeness),
+                                    warning=row.warning) for token, row in zip(tokens, found.rows, strict=True)])

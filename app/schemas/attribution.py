@@ -1,17 +1,29 @@
-"""Request and response models of POST /api/v1/attribution: gradient attributions beside attention."""
+"""Request and response models of POST /api/v1/attribution (gradient attributions beside attention) and of POST
+/api/v1/attribution/continuation (each token of a continuation attributed to every token before it)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainValidator, Tag, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from model.analysis.attribution import COMPLETENESS_TOLERANCE, DEFAULT_STEPS, MAX_STEPS, MIN_STEPS, TINY_DIFFERENCE
 from model.analysis.baselines import DEFAULT as DEFAULT_BASELINE
 from model.analysis.baselines import KINDS as BASELINE_KINDS
+from model.analysis.continuation import MAX_CONTINUATION
 
-from .common import MODEL_DOC, NON_BLANK, TEXT_DOC, StrictRequest, Text, TokenInfo, _check_text, examples
+from .common import (
+    MODEL_DOC,
+    NON_BLANK,
+    TEXT_DOC,
+    StrictRequest,
+    Text,
+    TextRequest,
+    TokenInfo,
+    _check_text,
+    examples,
+)
 
 
 def _check_target(value: object) -> int | str:
@@ -174,3 +186,85 @@ class TokenResponse(BaseModel):
                     "with an LM head.")
     token: str = Field(description="The tokenizer's own token string, e.g. ĠParis.")
     display: str = Field(description="The tokenizer's decoding of this one id, e.g. \" Paris\".")
+
+
+# ---- POST /api/v1/attribution/continuation ----
+
+class GeneratedContinuation(StrictRequest):
+    new_tokens: int = Field(ge=1, le=MAX_CONTINUATION, description="Generate this many tokens greedily (the most "
+                            "probable each time; fewer when a token that ends text comes first), then attribute "
+                            "them.")
+
+
+class GivenContinuation(StrictRequest):
+    ids: list[Annotated[int, Field(ge=0)]] = Field(
+        min_length=1, max_length=MAX_CONTINUATION, description="The continuation's token ids, each below the "
+        "model's vocabulary size (POST /api/v1/token gives a word's id).")
+
+
+def _continuation_kind(value: object) -> str | None:
+    """Which continuation a body is, by its field: one member's errors only (a plain union lists both members')."""
+    if isinstance(value, dict):
+        return "given" if "ids" in value else "generated" if "new_tokens" in value else None
+    return "given" if isinstance(value, GivenContinuation) else "generated" if isinstance(
+        value, GeneratedContinuation) else None
+
+
+Continuation = Annotated[
+    Annotated[GeneratedContinuation, Tag("generated")] | Annotated[GivenContinuation, Tag("given")],
+    Discriminator(_continuation_kind, custom_error_type="continuation_type",
+                  custom_error_message="must be {\"new_tokens\": n} or {\"ids\": [token ids]}")]
+
+
+class ContinuationRequest(TextRequest):
+    model_config = ConfigDict(json_schema_extra=examples(
+        {"text": "The cat sat on the", "continuation": {"new_tokens": 4}},
+        {"text": "The cat sat on", "continuation": {"ids": [262, 13]}, "steps": 64, "baseline": "zeros"},
+    ))
+
+    model: str | None = Field(
+        None, description="A model id from GET /api/v1/models whose `lm_head` is true; null: the first such "
+        "model this server has.")
+    continuation: Continuation = Field(
+        description="{\"new_tokens\": n}: generate n tokens greedily first; {\"ids\": [...]}: these tokens. The "
+        "text's tokens plus the continuation's fit the model's limit.")
+    steps: int = Field(DEFAULT_STEPS, ge=MIN_STEPS, le=MAX_STEPS,
+                       description=f"Integrated gradients' quadrature nodes, {MIN_STEPS} to {MAX_STEPS}.")
+    baseline: Literal["mean", "zeros", "pad", "mask"] = Field(
+        "mean", description="The baseline b of every earlier token, the continuation's included, as "
+        "/attribution's (a baseline text has no continuation to match: not offered here).")
+
+
+class ContinuationToken(BaseModel):
+    index: int = Field(description="Its position in the whole sequence (the text's tokens come first).")
+    id: int
+    token: str = Field(description="The tokenizer's own token string, e.g. Ġworld.")
+    display: str = Field(description="The tokenizer's decoding of this one id (\" world\").")
+
+
+class ContinuationRowAnswer(BaseModel):
+    token: ContinuationToken
+    output: float = Field(description="f_j(x): the token's log-probability given everything before it (nats).")
+    baseline_output: float = Field(description="f_j(baseline).")
+    scores: list[float] = Field(description="One attribution per earlier token, positions 0 .. index − 1 (the "
+                                "text's tokens, then the continuation's before this one): `index` numbers.")
+    completeness: Completeness
+    warning: str | None = Field(description="When `completeness.ok` is false: why this row's ranking is "
+                                "unreliable and what to change; null otherwise.")
+
+
+class ContinuationResponse(BaseModel):
+    model: str
+    tokens: list[TokenInfo] = Field(description="The text's tokens (the columns before the continuation's).")
+    generated: bool = Field(description="Whether the continuation was generated here (else it was given).")
+    output_name: Literal["log_probability"] = Field(
+        description="What each row explains: the token's log-probability (log softmax of the logits at the "
+        "position before it), comparable from row to row where logits are not.")
+    steps: int
+    baseline: Literal["mean", "zeros", "pad", "mask"]
+    baseline_token: int | None = Field(description="The padding or mask token's id for `pad` or `mask`.")
+    continuation: list[ContinuationToken] = Field(description="The continuation's tokens, in order.")
+    rows: list[ContinuationRowAnswer] = Field(
+        description="Row j for continuation token j: integrated gradients of its log-probability over the "
+        "len(tokens) + j tokens before it; a matrix continuation × earlier tokens, ragged (later columns do "
+        "not exist for a row).")

@@ -374,6 +374,25 @@ export function getEditEffect(body) {
   return requestJson('/api/v1/edit/effect', postJson(body));
 }
 
+/**
+ * POST /api/v1/logit-attribution: direct logit attribution of `answer` ([id] or [good, bad]) at `position` (null:
+ * the last token), for a model with an LM head: heads [layer][head], mlp [layer], attention_bias, embeddings, ….
+ * @param {{text: string, model?: string|null, answer: number[], position?: number|null}} body
+ */
+export function getLogitAttribution({ text, model = null, answer, position = null }) {
+  return requestJson('/api/v1/logit-attribution', postJson({ text, model, answer, position }));
+}
+
+/**
+ * POST /api/v1/attribution/continuation: each token of a continuation ({new_tokens} generated greedily, or {ids})
+ * attributed to every token before it by integrated gradients of its log-probability; rows with completeness.
+ * @param {{text: string, model?: string|null, continuation: {new_tokens: number}|{ids: number[]}, steps?: number,
+ *   baseline?: string}} body
+ */
+export function getContinuationAttribution(body) {
+  return requestJson('/api/v1/attribution/continuation', postJson(body));
+}
+
 /** POST /api/v1/token: the vocabulary id of a text that is one token ({model, id, token, display}); 422 else. */
 export function getSingleToken({ text, model = null }) {
   return requestJson('/api/v1/token', postJson({ text, model }));

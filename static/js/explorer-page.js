@@ -9,7 +9,7 @@
 // The grid is canvases: it needs no Plotly, and plotly.js (4.8 MB) is added only once the grid is
 // on screen (or the intro is), for the large map.
 import { tokenLabel } from './figures/axes.js';
-import { matrixAbsMax, matrixMax } from './figures/colormap.js';
+import { isCausalMap, matrixAbsMax, scaleTop } from './figures/colormap.js';
 import { attentionHeatmapFigure } from './figures/heatmap.js';
 import {
   $, createPage, createRunForm, createStatus, indexParam, latestWins, linkTo, loadModels, modelName, modelOf, setTitle, t,
@@ -22,6 +22,7 @@ import {
 import { createEditor } from './views/explorer-edit.js';
 import { activeRows, createEffect } from './views/explorer-effect.js';
 import { createAttributionPanel } from './views/explorer-attribution.js';
+import { createDlaPanel } from './views/explorer-dla.js';
 import { createLensPanel, readLens, writeLens } from './views/explorer-lens.js';
 import { bindExport, createHeadViewPanel, exportName } from './views/explorer-extras.js';
 import { createGeneratePanel } from './views/explorer-generate.js';
@@ -131,6 +132,7 @@ const lensPanel = createLensPanel({
 }, { onPosition: (position) => choose({ lens: position }) });
 const attributionPanel = createAttributionPanel($('attribution-panel'));
 const patchPanel = createPatchPanel($('patch-panel'), { onSelect: (layer, head) => choose({ layer, head }) });
+const dlaPanel = createDlaPanel($('dla-panel'), { onSelect: (layer, head) => choose({ layer, head }) });
 const generatePanel = createGeneratePanel({
   panel: $('generate-panel'), unavailable: $('generate-unavailable'), form: $('generate-form'),
   maxNew: $('generate-max'), temperature: $('generate-temperature'), sampling: $('generate-sampling'),
@@ -344,6 +346,7 @@ async function render(state) {
   lensPanel.draw(fixed, result.tokens);
   attributionPanel.draw(fixed, result.tokens);
   patchPanel.draw(fixed, result.tokens);
+  dlaPanel.draw(fixed, result.tokens);
   generatePanel.draw(fixed, result.tokens);
   els.kindNote.textContent = kindSentence(kind);
   setTitle('page.explorer', state.text);
@@ -378,8 +381,8 @@ async function render(state) {
     : shape.matrices[0];
   let zmax = null;
   if (fixed.shared && !diff) {
-    if (kind === 'weight') zmax = Math.max(result.attention.flat().reduce((m, map) => Math.max(m, matrixMax(map)), 0), matrixMax(matrix));
-    if (large.all) zmax = large.all.reduce((m, map) => Math.max(m, matrixMax(map)), matrixMax(matrix));
+    if (kind === 'weight') zmax = Math.max(result.attention.flat().reduce((m, map) => Math.max(m, scaleTop(map)), 0), scaleTop(matrix));
+    if (large.all) zmax = large.all.reduce((m, map) => Math.max(m, scaleTop(map)), scaleTop(matrix));
   }
   const notes = [...shape.notes];
   if (shape.missing) notes.push(t('explorer.view.missing'));
@@ -398,8 +401,10 @@ async function render(state) {
   });
   if (!guard.current(ticket)) return;
   status.busy(false);
-  const top = diff ? matrixAbsMax(matrix) : (zmax || matrixMax(matrix));
-  els.scaleLegend.textContent = scaleSentence({ kind, diff, shared: fixed.shared, gamma: fixed.gamma, zmax: top });
+  const top = diff ? matrixAbsMax(matrix) : (zmax || scaleTop(matrix));
+  els.scaleLegend.textContent = scaleSentence({
+    kind, diff, shared: fixed.shared, gamma: fixed.gamma, zmax: top, causal: isCausalMap(matrix),
+  });
   els.rowsLegend.textContent = rowsSentence({ kind, diff, edited: Boolean(fixed.edit) });
   onScreen = {
     gd: els.heatmap,

@@ -37,6 +37,7 @@ EXAMPLES_PER_OPERATION = 100
 # Schema-valid requests that each cost seconds of the model (integrated gradients: up to 128 forward and backward
 # passes of MiniLM): fewer of them, so the module's time stays bounded; invalid ones stay at the full count.
 COSTLY_VALID = {("POST", "/api/v1/attribution"): 20,
+                ("POST", "/api/v1/attribution/continuation"): 5,  # integrated gradients of every continuation token
                 ("POST", "/api/v1/sequence/reach"): 5}  # seconds at its largest sizes (d copies of the GRU)
 
 # rule type -> (status, words its detail holds): the rules the schema cannot state (see the routes)
@@ -56,7 +57,7 @@ DOCUMENTED_RULES = {
     "baseline_unavailable": (422, "is unavailable; choose"),
     # /patch (model/analysis/patching.py PATCH_RULES): texts of different token counts, answer tokens that do not fit
     # the model (none for an LM head, any for an encoder, an id beyond the vocabulary, a text of 0 or 2+ tokens, the
-    # same token twice), and texts whose metrics do not differ (nothing to restore)
+    # same token twice), and texts whose metrics are exactly equal (nothing to restore)
     "token_counts_differ": (422, "both need the same count"),
     "answer_missing": (422, "send answer [good, bad]"),
     "answer_not_allowed": (422, "remove answer"),
@@ -67,6 +68,10 @@ DOCUMENTED_RULES = {
     "patch_too_large": (422, "shorten both texts"),
     # /generate: the input's tokens and max_new_tokens together over the model's limit (GENERATE_RULES)
     "generate_too_long": (422, "exceed the model's limit"),
+    # /attribution/continuation (model/analysis/continuation.py CONTINUATION_RULES): an id beyond the vocabulary, the
+    # text and the continuation together over the model's limit
+    "continuation_out_of_range": (422, "is not in the vocabulary"),
+    "continuation_too_long": (422, "exceed the model's limit"),
     # the toy's rules between fields (model/errors.py TOY_RULES; the others the schema states); the loc is checked below
     **{rule: (422, "") for rule in ("toy_no_queries", "toy_ragged", "toy_columns", "toy_value_rows",
                                     "toy_odd_d_model", "toy_heads_divide", "toy_weight_shape", "toy_weight_widths",
@@ -192,7 +197,8 @@ OPERATIONS = [
     ("POST", "/api/v1/aggregate"), ("POST", "/api/v1/metrics"), ("POST", "/api/v1/contributions"),
     ("POST", "/api/v1/lens"), ("POST", "/api/v1/logit-attribution"), ("POST", "/api/v1/generate"),
     ("GET", "/api/v1/positions"), ("GET", "/api/v1/cost"),
-    ("POST", "/api/v1/attribution"), ("POST", "/api/v1/token"), ("POST", "/api/v1/patch"),
+    ("POST", "/api/v1/attribution"), ("POST", "/api/v1/attribution/continuation"), ("POST", "/api/v1/token"),
+    ("POST", "/api/v1/patch"),
     ("POST", "/api/v1/edit/effect"),
     ("POST", "/api/v1/iris/train"), ("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
     ("POST", "/api/v1/iris/predict"), ("GET", "/api/v1/iris/data"),

@@ -43,6 +43,7 @@ def test_every_request_body_documents_examples(spec):
                                                   "/api/v1/aggregate", "/api/v1/metrics", "/api/v1/contributions",
                                                   "/api/v1/lens", "/api/v1/logit-attribution",
                                                   "/api/v1/generate", "/api/v1/attribution",
+                                                  "/api/v1/attribution/continuation",
                                                   "/api/v1/token", "/api/v1/patch", "/api/v1/edit/effect",
                                                   "/api/v1/labs/informer/train", "/api/v1/labs/informer/watch",
                                                   "/api/v1/labs/glimpse/train"}
@@ -131,7 +132,7 @@ def test_the_schema_states_the_rules_it_can(spec):
     for field in ("clean", "corrupted"):
         assert (_field(spec, "PatchRequest", field)["minLength"], _field(spec, "PatchRequest", field)["pattern"]) == (
             1, NON_BLANK)
-    assert _field(spec, "PatchRequest", "target")["enum"] == ["heads", "residual"]
+    assert _field(spec, "PatchRequest", "target")["enum"] == ["heads", "residual", "head_position", "pattern", "mlp"]
     answer = _field(spec, "PatchRequest", "answer")
     assert (answer["minItems"], answer["maxItems"]) == (2, 2)
 

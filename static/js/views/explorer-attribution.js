@@ -6,7 +6,13 @@
 // second text. The baseline is a choice (the mean embedding by default). When completeness fails (the answer's
 // completeness.ok is false) the panel shows why and what to change in place of the ranking: no table, no ρ. A run
 // is an action (Run), not part of the URL. Token text reaches the DOM through textContent.
-import { getAttribution, getSingleToken } from '../api.js';
+// For a model with an LM head, a second form attributes a continuation (POST /api/v1/attribution/continuation): n
+// tokens generated greedily, each one's log-probability split over every token before it, drawn as a heatmap
+// continuation × tokens (figures/continuation.js) with a caption from the answer drawn.
+import { getAttribution, getContinuationAttribution, getSingleToken } from '../api.js';
+import { continuationFigure, continuationSummary } from '../figures/continuation.js';
+import { renderFigure } from './plot.js';
+import { loadPlotly } from './plotly-loader.js';
 import { tokenLabel } from '../figures/axes.js';
 import {
   attributionRows, COMPARED, completenessNumbers, shown, shownRho, strongest, unreliable,
@@ -46,6 +52,9 @@ export function createAttributionPanel(panel) {
     head: $('attribution-head'), body: $('attribution-body'), result: $('attribution-result'),
     warning: $('attribution-warning'), ranking: $('attribution-ranking'),
     baselineText: $('attribution-baseline-text'), baselineTextOption: $('attribution-baseline-text-option'),
+    continuationForm: $('continuation-form'), continuationNew: $('continuation-new'),
+    continuationRun: $('continuation-run'), continuationResult: $('continuation-result'),
+    continuationGrid: $('continuation-grid'), continuationCaption: $('continuation-caption'),
   };
   let current = { text: null, model: null, lmHead: false };
   let seq = 0;
@@ -168,6 +177,42 @@ export function createAttributionPanel(panel) {
     panel.setAttribute('aria-busy', 'false');
   }
 
+  async function runContinuation() {
+    const ticket = ++seq;
+    const baseline = els.baseline.value === 'text' ? 'mean' : els.baseline.value; // a text has no continuation
+    const body = { text: current.text, model: current.model, steps: Number(els.steps.value), baseline,
+      continuation: { new_tokens: Number(els.continuationNew.value) } };
+    panel.setAttribute('aria-busy', 'true');
+    say(t('continuation.running'));
+    let answer;
+    try {
+      answer = await getContinuationAttribution(body);
+    } catch (error) {
+      if (ticket !== seq) return;
+      panel.setAttribute('aria-busy', 'false');
+      say(errorMessage(error), true);
+      return;
+    }
+    if (ticket !== seq) return;
+    say('');
+    els.continuationResult.hidden = false;
+    const summary = continuationSummary(answer);
+    const parts = [t('continuation.caption', { rows: summary.rows, ok: summary.ok })];
+    summary.strongest.forEach((s) => parts.push(t('continuation.strongest', { ...s, value: shown(s.value) })));
+    if (summary.ok < summary.rows) parts.push(t('continuation.failed'));
+    els.continuationCaption.textContent = parts.join('');
+    await loadPlotly();
+    await renderFigure(els.continuationGrid, continuationFigure(answer, { width: els.continuationGrid.clientWidth || 600 }),
+      { filename: 'continuation-attribution' });
+    if (ticket !== seq) return;
+    panel.setAttribute('aria-busy', 'false');
+  }
+
+  els.continuationForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    runContinuation();
+  });
+
   els.baseline.addEventListener('change', () => {
     els.baselineTextOption.hidden = els.baseline.value !== 'text';
   });
@@ -186,12 +231,14 @@ export function createAttributionPanel(panel) {
       const changed = current.text !== state.text || current.model !== (model ? model.id : state.model);
       current = { text: state.text, model: model ? model.id : state.model, lmHead };
       panel.hidden = !tokens.length;
+      els.continuationForm.hidden = !lmHead;
       els.targetLabel.textContent = t(lmHead ? 'attribution.target.lm' : 'attribution.target.encoder');
       els.target.placeholder = t(lmHead ? 'attribution.target.lmPlaceholder' : 'attribution.target.encoderPlaceholder');
       if (changed) {
         seq += 1; // a run still under way is for the old sentence
         const hadResult = !els.result.hidden;
         els.result.hidden = true;
+        els.continuationResult.hidden = true;
         panel.setAttribute('aria-busy', 'false');
         say(hadResult ? t('attribution.stale') : '');
       }
