@@ -126,6 +126,9 @@ def _validation_message(err: Any) -> str:
         return "unknown field; remove it"
     if err.get("type") == "missing":
         return "field required"
+    if err.get("type") in ("model_attributes_type", "dict_type") and tuple(err.get("loc", ())) == ("body",):
+        # a body sent without Content-Type: application/json (or not UTF-8) reaches validation as bytes
+        return "the request body is not a JSON object; send one, encoded in UTF-8, with Content-Type: application/json"
     return str(err.get("msg", "invalid value")).removeprefix("Value error, ")
 
 

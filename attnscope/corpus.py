@@ -56,7 +56,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                     "lines, lines over the model's token limit and bad lines are skipped and counted, never "
                     "truncated. Run it again with the same arguments to resume an interrupted run.")
     build.add_argument("file", type=Path, metavar="FILE")
-    build.add_argument("--model", required=True, metavar="ID|PATH", help="a known model id or a checkpoint directory")
+    build.add_argument("--model", required=True, metavar="ID|PATH|ORG/NAME",
+                       help="a known model id, a checkpoint directory, or a repo id in the local Hugging Face cache")
     build.add_argument("--out", type=Path, required=True, metavar="DIR", help="the index directory (new, or resumed)")
     build.add_argument("--batch-size", type=_positive, default=32, metavar="N", help="texts per forward (default 32)")
     build.add_argument("--shard-size", type=_positive, default=1000, metavar="N",
@@ -67,7 +68,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                        help="local: this process; ray: Ray Data workers (RAY_ADDRESS names a cluster)")
     build.add_argument("--workers", type=_positive, default=2, metavar="N", help="Ray workers (default 2)")
     build.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the model runs")
-    build.add_argument("--quiet", action="store_true", help="no progress bar")
+    shown = build.add_mutually_exclusive_group()
+    shown.add_argument("--progress", action="store_true",
+                       help="draw the progress bar on stderr even when it is not a terminal "
+                            f"(also {progress.ENV}=1)")
+    shown.add_argument("--quiet", action="store_true", help="no progress bar")
 
     for name, text in (("top", "a head's top texts by a metric"),
                        ("pattern", "a head's texts with a strongest pair between two token patterns")):
@@ -79,8 +84,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             query.add_argument("--by", required=True, metavar="METRIC", help="a metric (e.g. to_previous, entropy)")
             query.add_argument("--lowest", action="store_true", help="the lowest values instead of the highest")
         else:
-            query.add_argument("--query", required=True, metavar="REGEX", help="the query token (re.search)")
-            query.add_argument("--key", required=True, metavar="REGEX", help="the key token (re.search)")
+            query.add_argument("--query", required=True, metavar="REGEX",
+                               help="the query token: an RE2 regular expression (DuckDB's dialect), searched")
+            query.add_argument("--key", required=True, metavar="REGEX", help="the key token: an RE2 regular expression")
         query.add_argument("-k", type=_positive, default=20, help="how many texts (default 20)")
         query.add_argument("--json", action="store_true", help="print JSON")
     heads = actions.add_parser("heads", help="every head's corpus mean of two metrics")
@@ -111,7 +117,7 @@ def _index(args: argparse.Namespace, err: TextIO) -> int:
 
     if not args.file.is_file():
         raise OSError(f"{args.file}: no such file; give a corpus file, one text a line (or a .jsonl)")
-    bar = progress.Progress(0, err, progress.wanted(err, quiet=args.quiet), unit="lines")
+    bar = progress.Progress(0, err, progress.wanted(err, args.progress, args.quiet), unit="lines")
 
     def on_progress(done: int, total: int) -> None:
         bar.total = total

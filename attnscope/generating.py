@@ -12,6 +12,7 @@ from typing import TextIO
 import orjson
 
 from model.analysis.generate import MAX_NEW_TOKENS
+from model.checkpoints.registry import DECODERS, family_names
 from model.errors import InputError
 
 from .api import NewToken
@@ -47,7 +48,7 @@ def _whole(low: int, high: int) -> Callable[[str], int]:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gen = sub.add_parser(
-        "generate", help="continue a text with a decoder (GPT-2, Llama, Mistral, Qwen), token by token",
+        "generate", help=f"continue a text with a decoder ({family_names(DECODERS, 'or')}), token by token",
         description="Continue TEXT with a model that has an LM head, one token at a time with the KV cache; the "
                     "continuation is printed as it is made (greedy by default: the tokens of transformers' "
                     "generate without sampling). Each token's attention rows: the Python API or POST "
@@ -77,7 +78,7 @@ def generate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = open_model(args.model, args.device, args.dtype)
     if not model.pretrained.lm_head:
         raise Refused(f"--model {args.model}: model {model.info.id!r} ({model.info.architecture}) has no LM head, "
-                      "which generation needs; give a decoder: a GPT-2, Llama, Mistral or Qwen checkpoint")
+                      f"which generation needs; give a decoder: a {family_names(DECODERS, 'or')} checkpoint")
     _encode(model, args.text, None, "TEXT")
     tokens: list[NewToken] = []
     try:

@@ -71,7 +71,7 @@ BAD_QUERY = documented_error(
     "A query parameter is invalid; `detail` says which and what to send instead, `errors` gives its path (`loc`, "
     "e.g. [\"query\", \"layer\"]) and the rule broken (`type`): besides the schema's bounds, `index_out_of_range` "
     "for a layer or head the corpus's model lacks, `unknown_metric` for a metric the index does not hold, "
-    "`bad_pattern` for a regular expression that does not compile.")
+    "`bad_pattern` for a pattern that is not a regular expression RE2 (DuckDB's dialect) takes.")
 
 router = APIRouter(prefix="/api/v1/corpus", tags=["corpus"], responses={409: NO_CORPUS, 422: BAD_QUERY})
 
@@ -116,7 +116,7 @@ def top_texts(query: Annotated[TopQuery, Query()], corpus: OpenCorpus) -> Respon
     summary="One head's k texts where a strongest pair goes from a token matching `query` to one matching `key`",
     description=(
         "Texts where one of the head's strongest query -> key pairs has a query token whose readable text "
-        "matches the regular expression `query` and a key token matching `key`, the heaviest such pair "
+        "matches the RE2 regular expression `query` and a key token matching `key`, the heaviest such pair "
         "first; `value` is that pair's weight."
     ),
 )

@@ -50,9 +50,10 @@ class PatternQuery(BaseModel):
 
     layer: Index = Field(description="The head's layer, 0..n_layers-1 of the corpus (GET /api/v1/corpus).")
     head: Index = Field(description="The head, 0..n_heads-1 of the corpus.")
-    query: TokenPattern = Field(description="A regular expression the query token's readable text must match "
-                                "(searched, not anchored: ^ and $ anchor it).", examples=["^(he|she|it)$"])
-    key: TokenPattern = Field(description="A regular expression the key token's readable text must match.",
+    query: TokenPattern = Field(description="An RE2 regular expression (DuckDB's dialect: no lookaround, no "
+                                "backreferences) the query token's readable text must match (searched, not anchored: "
+                                "^ and $ anchor it).", examples=["^(he|she|it)$"])
+    key: TokenPattern = Field(description="An RE2 regular expression the key token's readable text must match.",
                               examples=["^[a-z]+$"])
     k: TextCount = Field(DEFAULT_K, description=f"How many texts, 1..{MAX_K}.")
 
@@ -73,7 +74,9 @@ class CorpusInfo(BaseModel):
     n_heads: int
     texts: int = Field(description="Texts indexed.")
     skipped: int = Field(description="Lines of the corpus left out: empty, or over the model's token limit.")
-    metrics: list[str] = Field(description="The metrics a query may rank by (`by`, `x`, `y`).")
+    metrics: list[str] = Field(description="The metrics a query may rank by (`by`, `x`, `y`): those that can differ "
+                               "from 0 on the index's model (no to_cls / to_sep where it inserts no [CLS] / [SEP], no "
+                               "to_next for a causal model).")
 
 
 class CorpusPair(BaseModel):

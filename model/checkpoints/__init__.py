@@ -2,8 +2,8 @@
 local Hugging Face checkpoint directory alike, and returns the one loaded-model type, LoadedModel.
 
 config.json's model_type picks the family module: BERT, RoBERTa, DistilBERT and ELECTRA (`bert`) become
-post-LayerNorm Transformers, GPT-2 (`gpt2`) a causal pre-LayerNorm one, Llama, Mistral, Qwen2 and Qwen3
-(`llama`) causal pre-RMSNorm ones with RoPE (model/nets/). `files` reads
+post-LayerNorm Transformers, GPT-2 (`gpt2`) a causal pre-LayerNorm one, Llama, Mistral, Qwen2, Qwen3
+and Gemma 2 (`llama`) causal pre-RMSNorm ones with RoPE (model/nets/). `files` reads
 the weights (model.safetensors, its sharded index, or pytorch_model.bin with weights_only) and builds the
 tokenizer; `registry` holds the known ids; `batch` runs several inputs in one padded forward. Nothing is
 fetched from a model hub and transformers is never imported.

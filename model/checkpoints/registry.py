@@ -36,6 +36,22 @@ MODELS: dict[str, ModelSpec] = {
 
 DEFAULT_MODEL = "minilm"
 
+# The families load_checkpoint reads (files.SUPPORTED, config.json's model_type) as the docs and messages name
+# them, in the same order; DECODERS those with an LM head (what `generate`, the lens and attribution need).
+# tests/cli/test_family_lists.py keeps docs/cli.md, docs/pages.md, docs/models.md, the README and the
+# messages equal to these.
+FAMILY_NAMES: dict[str, str] = {
+    "bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT", "electra": "ELECTRA", "gpt2": "GPT-2",
+    "llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma2": "Gemma 2",
+}
+DECODERS: tuple[str, ...] = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2")
+
+
+def family_names(kinds: Iterable[str] | None = None, last: str = "and") -> str:
+    """"BERT, RoBERTa, …, Qwen3 and Gemma 2": the families `kinds` (default: every one) in words."""
+    names = [FAMILY_NAMES[kind] for kind in (FAMILY_NAMES if kinds is None else kinds)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
 
 def local_id(directory: Path, taken: Iterable[str]) -> str:
     """An id for a checkpoint directory: its name in lower case, other characters than letters, digits, '.',

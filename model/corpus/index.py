@@ -30,7 +30,7 @@ from model.checkpoints.loaded import LoadedModel
 from model.checkpoints.tokenizer import TooManyTokens
 from model.corpus import layout
 from model.corpus.query import CorpusError
-from model.corpus.rows import CORPUS_METRICS, DEFAULT_PAIRS, Item, index_batch, text_rows_schema
+from model.corpus.rows import DEFAULT_PAIRS, Item, index_batch, offered_metrics, text_rows_schema
 from model.corpus.shards import write_shard
 
 DEFAULT_SHARD_SIZE = 1000
@@ -140,7 +140,7 @@ def local_rows(model: LoadedModel, shard: Shard, settings: IndexSettings,
 def _identity(model: LoadedModel, source: str, corpus: Corpus, settings: IndexSettings) -> dict[str, Any]:
     return {"format": layout.FORMAT, "version": layout.VERSION, "model": model.spec.id, "model_source": source,
             "n_layers": model.cfg.n_layers, "n_heads": model.cfg.n_heads, "max_tokens": model.tokenizer.max_tokens,
-            "metrics": list(CORPUS_METRICS), "pairs": settings.pairs, "shard_size": settings.shard_size,
+            "metrics": list(offered_metrics(model)), "pairs": settings.pairs, "shard_size": settings.shard_size,
             "corpus": {"name": corpus.path.name, "sha256": corpus.sha256, "lines": len(corpus.lines)}}
 
 

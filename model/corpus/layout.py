@@ -24,6 +24,13 @@ MANIFEST = "manifest.json"
 HEADS = "heads"
 TEXTS = "texts"
 SKIP_REASONS = ("too_long", "empty", "bad_line")  # why a corpus line was not indexed
+# The metrics an index of some models leaves out of its manifest (rows.offered_metrics), and why: on those
+# models their value is 0.0000 on every text. The shards keep the columns; queries offer the manifest's metrics.
+NOT_OFFERED = {
+    "to_cls": "the model puts no special token first ([CLS])",
+    "to_sep": "the model inserts no special token after the first ([SEP])",
+    "to_next": "a causal model never attends to the next token",
+}
 
 
 class RayMissing(RuntimeError):

@@ -7,7 +7,6 @@ answers over the texts finished so far.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from model.errors import RuleError, checked_index
 CORPUS_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "not_an_index": ((), "a directory without a corpus index's manifest (attnscope corpus index writes one)"),
     "unknown_metric": (("metric",), "a metric the index does not hold (the message lists those it does)"),
-    "bad_pattern": (("pattern",), "a token pattern that is not a regular expression"),
+    "bad_pattern": (("pattern",), "a token pattern that is not a regular expression RE2 (DuckDB's dialect) takes"),
     "index_mismatch": ((), "an output directory that holds the index of another model, corpus or shard size"),
 }
 
@@ -97,8 +96,22 @@ class Corpus:
     def _metric(self, name: str, field: str) -> str:
         if name not in self.metrics:
             known = ", ".join(self.metrics)
-            raise CorpusError("unknown_metric", field, f"Unknown metric {name!r}; use one of: {known}", metric=name)
+            why = layout.NOT_OFFERED.get(name)
+            said = (f"{name!r} is not offered by this index of {self.model}: {why}" if why
+                    else f"Unknown metric {name!r}")
+            raise CorpusError("unknown_metric", field, f"{said}; use one of: {known}", metric=name)
         return name
+
+    def check_pattern(self, expression: str, field: str) -> str:
+        """`expression` when RE2 (the dialect DuckDB runs) takes it, else CorpusError bad_pattern naming `field`.
+        The only check: the CLI, the Python API and the server refuse the same patterns with the same words."""
+        try:
+            self._db.execute("SELECT regexp_matches('', ?)", [expression]).fetchall()
+        except self._db_error as error:
+            reason = str(error).removeprefix("Invalid Input Error: ")
+            raise CorpusError("bad_pattern", field, f"{field} {expression!r} is not a regular expression RE2 takes "
+                              f"({reason}); RE2 has no lookaround and no backreferences", pattern=expression) from None
+        return expression
 
     def _head(self, layer: int, head: int) -> None:
         checked_index(layer, self.n_layers, "layers", "layer")
@@ -146,32 +159,25 @@ class Corpus:
 
     def pattern(self, layer: int, head: int, query: str, key: str, k: int = 20) -> list[TopText]:
         """The k texts where one of this head's strongest pairs goes from a token matching `query` to one
-        matching `key` (regular expressions searched in the readable token, as re.search does; "^he$" for the
-        whole token), ranked by the heaviest such pair; each text's pairs are its matching pairs, heaviest first."""
+        matching `key` (RE2 regular expressions, DuckDB's regexp_matches, searched in the readable token; "^he$"
+        for the whole token), ranked by the heaviest such pair; each text's pairs are its matching pairs, heaviest
+        first."""
         self._head(layer, head)
-        for field, expression in (("query", query), ("key", key)):
-            try:
-                re.compile(expression)
-            except re.error as error:
-                raise CorpusError("bad_pattern", field, f"{field} {expression!r} is not a regular expression: "
-                                  f"{error}", pattern=expression) from None
+        self.check_pattern(query, "query")
+        self.check_pattern(key, "key")
         if not self._heads or k < 1:
             return []
-        try:
-            rows = self._rows(
-                "WITH p AS (SELECT text_id, unnest(pairs) AS pair FROM read_parquet(?) WHERE layer = ? AND head = ?), "
-                "m AS (SELECT p.text_id, pair.query AS q, pair.key AS kk, pair.weight AS w FROM p "
-                "JOIN read_parquet(?) t ON t.text_id = p.text_id "
-                "WHERE regexp_matches(t.tokens[pair.query + 1], ?) AND regexp_matches(t.tokens[pair.key + 1], ?)), "
-                "best AS (SELECT text_id, max(w) AS value FROM m GROUP BY text_id "
-                "ORDER BY value DESC, text_id LIMIT ?) "
-                "SELECT best.text_id, best.value, list({'query': q, 'key': kk, 'weight': w} ORDER BY w DESC, q, kk) "
-                "FROM best JOIN m ON m.text_id = best.text_id GROUP BY best.text_id, best.value "
-                "ORDER BY best.value DESC, best.text_id",
-                [self._heads, layer, head, self._texts, query, key, k])
-        except self._db_error as error:  # an expression Python's re takes but DuckDB's RE2 does not
-            raise CorpusError("bad_pattern", "query", f"the patterns {query!r} and {key!r} are not both regular "
-                              f"expressions DuckDB (RE2) takes: {error}", pattern=query) from None
+        rows = self._rows(
+            "WITH p AS (SELECT text_id, unnest(pairs) AS pair FROM read_parquet(?) WHERE layer = ? AND head = ?), "
+            "m AS (SELECT p.text_id, pair.query AS q, pair.key AS kk, pair.weight AS w FROM p "
+            "JOIN read_parquet(?) t ON t.text_id = p.text_id "
+            "WHERE regexp_matches(t.tokens[pair.query + 1], ?) AND regexp_matches(t.tokens[pair.key + 1], ?)), "
+            "best AS (SELECT text_id, max(w) AS value FROM m GROUP BY text_id "
+            "ORDER BY value DESC, text_id LIMIT ?) "
+            "SELECT best.text_id, best.value, list({'query': q, 'key': kk, 'weight': w} ORDER BY w DESC, q, kk) "
+            "FROM best JOIN m ON m.text_id = best.text_id GROUP BY best.text_id, best.value "
+            "ORDER BY best.value DESC, best.text_id",
+            [self._heads, layer, head, self._texts, query, key, k])
         texts = self._texts_of([int(r[0]) for r in rows])
         return [_found(int(text_id), texts[int(text_id)], float(value), pairs) for text_id, value, pairs in rows]
 

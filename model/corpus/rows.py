@@ -40,6 +40,16 @@ DEFAULT_PAIRS = 5
 NO_PAIR = -1  # a pair slot left empty (query and key positions)
 
 
+def offered_metrics(model: LoadedModel) -> tuple[str, ...]:
+    """The CORPUS_METRICS that can differ from 0 on this model: to_cls and to_sep only when its tokenizer
+    inserts the special tokens they measure (GPT-2 inserts none: both were 0.0000 on every text), to_next only
+    for a model that is not causal. The shards keep every column; queries offer these (the manifest's metrics)."""
+    tokens = model.tokenizer.encode("a").tokens
+    kept = {"to_cls": bool(tokens) and tokens[0].special, "to_sep": any(t.special for t in tokens[1:]),
+            "to_next": not model.cfg.causal}
+    return tuple(name for name in CORPUS_METRICS if kept.get(name, True))
+
+
 @dataclass(frozen=True)
 class Item:
     """One corpus text to index: its line in the corpus, the text and its tokens."""

@@ -13,6 +13,8 @@
 //   attentionPixels(rows, max, gamma) RGBA pixels of an N x N matrix of weights (rows of numbers)
 //   differencePixels(rows, maxAbs)    RGBA pixels of an N x N matrix of differences, symmetric around 0
 //   matrixMax(rows), matrixMin(rows), matrixAbsMax(rows), HEAD_COLOURS, headColour(i)
+//   isCausalMap(rows), scaleTop(rows), causalFirstRow(n)   the top of a map's colour scale: its largest value,
+//                                     or for a causal map the largest value from row causalFirstRow(n) on
 // Both scales interpolate linearly in RGB between their stops, as Plotly does between colorscale entries.
 
 function hex(colour) {
@@ -113,6 +115,36 @@ export function matrixMax(matrix) {
   let max = 0;
   for (const row of matrix) for (const v of row) if (v > max) max = v;
   return max;
+}
+
+/** True when every entry above the diagonal is 0 (and there are at least 2 rows): a causal model's map. */
+export function isCausalMap(matrix) {
+  const n = matrix.length;
+  if (n < 2) return false;
+  for (let q = 0; q < n - 1; q += 1) {
+    const row = matrix[q];
+    for (let k = q + 1; k < row.length; k += 1) if (row[k] !== 0) return false;
+  }
+  return true;
+}
+
+/** The first row of a causal map that sets its colour scale: a quarter of the way down (0 for n < 4). */
+export const causalFirstRow = (n) => Math.floor(n / 4);
+
+/**
+ * The value drawn in the brightest colour. An encoder's map (or any map with weight above the diagonal): its
+ * largest value, so that each head uses its whole scale. A causal map: the largest value in rows
+ * causalFirstRow(n) to n − 1. Query q of a causal model shares its weight among only q + 1 keys, so the first
+ * rows are large by construction (row 0 is always 1, row 1 two weights that sum to 1): at 512 tokens a scale to
+ * the map's maximum puts a near-uniform row 511 (1/512 each) at 0.2 % of the bar, black. From a quarter down
+ * the same row sits at ≥ 25 % of the bar (1/512 against at most 1/129), and a head's real pattern (a previous-
+ * token diagonal, a first-token column) keeps the top. Larger values in the first rows take the brightest
+ * colour; hover and the colour bar stay in true weights. Per-row scaling was not chosen: it would make every
+ * row's largest weight equally bright, hiding whether a query looks at one key or spreads over many.
+ */
+export function scaleTop(matrix) {
+  if (!isCausalMap(matrix)) return matrixMax(matrix);
+  return matrixMax(matrix.slice(causalFirstRow(matrix.length)));
 }
 
 // A scale at LEVELS evenly spaced values, as RGBA packed in one 32-bit word in the platform's byte order

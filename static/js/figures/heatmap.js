@@ -3,7 +3,7 @@
 // scale. Pure: no DOM, no fetch (the words come from the page's dictionary through t()).
 import { t } from '../i18n/index.js';
 import { FONT, HIGHLIGHT, MARKED, keepTicks, mapColorbar, squareAxes, TEXT_COLOUR, tickIndices, tokenLabel } from './axes.js';
-import { matrixAbsMax, matrixMax, plotlyColorscale, plotlyDiverging } from './colormap.js';
+import { matrixAbsMax, plotlyColorscale, plotlyDiverging, scaleTop } from './colormap.js';
 import { escapeForPlotly } from './escape.js';
 
 const LABEL_PX = 13; // vertical room one tick label of the large map needs
@@ -60,7 +60,8 @@ function kindTitle({ kind, layer, head }) {
  *          zmax?: number|null, gamma?: number, focus?: number|null, boundary?: number|null,
  *          notes?: string[]}} input matrix is (query, key), as the API sends it; `query` is
  *   outlined (its row always labelled); size is the figure's width in pixels, used to thin out tick
- *   labels that would overlap; `zmax` a scale shared with other maps (null: this map's maximum);
+ *   labels that would overlap; `zmax` a scale shared with other maps (null: this map's scaleTop, its maximum or a causal map's
+ *   maximum from a quarter of the rows down);
  *   `focus` a token whose row and column are highlighted; `boundary` the index of segment B's first
  *   token (a line is drawn before it); `notes` sentences shown under the title (e.g. rows renormalised);
  *   `marked` rows outlined in MARKED, or ticked at the left edge when rows are thin (a ProbSparse edit's active
@@ -78,7 +79,7 @@ export function attentionHeatmapFigure({
   const keep = [query, focus].filter((i) => i !== null && i < n);
   const { tickvals: ticks, ticktext } = axisTicks(labels, 0, n - 1, size - AXIS_ROOM, keep);
   const tickFontSize = n <= 24 ? 12 : n <= 40 ? 11 : 10;
-  const top = diff ? (matrixAbsMax(matrix) || 1) : (zmax || matrixMax(matrix) || 1);
+  const top = diff ? (matrixAbsMax(matrix) || 1) : (zmax || scaleTop(matrix) || 1); // causal: colormap.js scaleTop
 
   const shapes = [];
   // outlines only: a tint would change the colours of the very cells the outline points at

@@ -556,6 +556,12 @@ function splitStep(T, c) {
   const P = T.steps.project;
   const split = T.steps.split;
   const items = [];
+  // Below STACKED_PX one column (Q's panels, then K's, then V's): three side by side at 390 px left 100 px per
+  // panel, and the column numbers and the "↓ columns" lines ran into one another. The column numbers are
+  // chosen for each panel's width (every k-th where they do not fit), never Plotly's own choice.
+  const narrow = c.width < STACKED_PX;
+  const panel = narrow ? c.width - 20 : c.width / 3 - 24; // about the width of one panel
+  const colPx = (z, labels) => Math.max(0.1, (panel - (labels ? labelMargin(labels) : 0) - 12) / z[0].length);
   for (const m of ['q', 'k', 'v']) {
     const [win, rows, n, cut] = m === 'q' ? [c.rows, c.qRows, c.L, c.Q] : [c.keys, c.kRows, c.S, c.K];
     const range = signedRange(P[m]);
@@ -571,18 +577,21 @@ function splitStep(T, c) {
         matrixFigure({
           z: cut(P[m]), ...rows, rowName: T.tokenName, cellPx: c.size.thin, highlights: [cols], slots: width,
           colorbar: false, showRowLabels: c.size.small, range,
+          colPx: colPx(P[m], c.size.small ? rows.rowLabels : null),
         })),
       op(`${m}a`, t(rotated ? 'walk.op.columnsRotated' : 'walk.op.columns', { c0, c1 }), null, true),
       plot(`${m}s`, `split-${m}`, `${big}_h = ${rotated ? `RoPE(${slice})` : slice} · ${t('walk.word.head', { head: c.head })} · ${shape(n, width)}${rowsShown(win)}`,
         matrixFigure({
           z: cut(split[m][c.slot]), ...rows, rowName: T.tokenName, colOffset: c0, cellPx: c.size.head, range,
-          highlights: m === 'q' ? [c.rowQ] : [], colorbar: false,
+          highlights: m === 'q' ? [c.rowQ] : [], colorbar: false, colPx: colPx(split[m][c.slot], rows.rowLabels),
         })),
     );
   }
+  const layout = narrow
+    ? { columns: 'minmax(0, 1fr)', areas: ['qf', 'qa', 'qs', 'kf', 'ka', 'ks', 'vf', 'va', 'vs'] } // ui-text: not UI (CSS grid templates)
+    : { columns: 'repeat(3, minmax(0, 1fr))', areas: ['qf kf vf', 'qa ka va', 'qs ks vs'] }; // ui-text: not UI (CSS grid templates)
   return {
-    columns: 'repeat(3, minmax(0, 1fr))',
-    areas: ['qf kf vf', 'qa ka va', 'qs ks vs'], // ui-text: not UI (CSS grid templates)
+    ...layout,
     overview: overview(c, split.q[c.slot], { range: signedRange(P.q) }),
     items,
   };

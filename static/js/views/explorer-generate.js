@@ -4,12 +4,12 @@
 // the input as it arrives, with its probability and the model's top 5 on hover or focus; the chosen layer
 // and head's map grows by that token's row (the input's rows are the explorer's own map); the KV cache's
 // bytes beside what multi-head attention would keep. Stop aborts the request (the server then stops).
-// Token text reaches the DOM through textContent only. The run is not in the URL: it is an action, and
-// "Open the whole text" makes its result an ordinary input.
+// Token text reaches the DOM through textContent only, control characters made visible (figures/token-text.js).
+// The run is not in the URL: it is an action, and "Open the whole text" makes its result an ordinary input.
 import { startGenerate } from '../api.js';
-import { visibleToken } from '../figures/axes.js';
 import { binaryBytes, exact } from '../figures/cost.js';
 import { attentionHeatmapFigure } from '../figures/heatmap.js';
+import { escapeInvisible, predictedToken } from '../figures/token-text.js';
 import { errorMessage, lang, loadModels, t } from '../page.js';
 import { readEventStream } from '../sse.js';
 import { fetchLayer, headRows, sentenceKey } from './explorer-data.js';
@@ -44,8 +44,8 @@ export function stateSentence(run) {
 
 /** A new token's text in the running text: as written, except control characters other than line ends and
  * tabs, shown as their Unicode pictures (a byte-level vocabulary has a token for each; as such they show nothing). */
-export const shownText = (display) => display.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g,
-  (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)));
+export const shownText = (display) => escapeInvisible(display.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g,
+  (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0))));
 
 function span(className, text) {
   const element = document.createElement('span');
@@ -144,7 +144,7 @@ export function createGeneratePanel(els, { onOpen }) {
     for (const button of els.text.querySelectorAll('.generate-token')) {
       button.classList.toggle('is-chosen', Number(button.dataset.at) === at);
     }
-    const name = span('generate-detail-token', visibleToken(token.token.display));
+    const name = span('generate-detail-token', predictedToken(token.token.display));
     name.translate = false;
     const head = document.createElement('p');
     head.className = 'generate-detail-head';
@@ -158,7 +158,7 @@ export function createGeneratePanel(els, { onOpen }) {
       item.dataset.id = String(alternative.id);
       item.classList.toggle('is-chosen', alternative.id === token.token.id);
       item.style.setProperty('--p', String(alternative.probability));
-      const text = span('generate-top-token', visibleToken(alternative.display));
+      const text = span('generate-top-token', predictedToken(alternative.display));
       text.translate = false;
       item.append(text, span('generate-top-probability', percent(alternative.probability)));
       list.append(item);

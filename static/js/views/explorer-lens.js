@@ -2,10 +2,11 @@
 // (`lm_head` in /api/v1/models): what each layer's residual stream would predict as the next token,
 // top 5 per layer, at one position. The position is `lens=POS` in the URL (the panel's select), else
 // the focused token (a click on a token chip, the head view or the large map), else the last token.
-// Token text reaches the DOM through textContent only.
+// Token text reaches the DOM through textContent only, control characters made visible (figures/token-text.js).
 import { getLens } from '../api.js';
 import { tokenLabel } from '../figures/axes.js';
 import { lensTable } from '../figures/lens.js';
+import { escapeInvisible, visibleText } from '../figures/token-text.js';
 import { errorMessage, loadModels, Lru, t } from '../page.js';
 
 export const TOP_K = 5;
@@ -110,9 +111,9 @@ export function createLensPanel(els, { onPosition }) {
         const probability = document.createElement('span');
         probability.className = 'lens-probability';
         probability.textContent = cell.shown;
-        const token = tokenSpan(cell.text);
+        const token = tokenSpan(escapeInvisible(cell.text)); // a byte token's control character: figures/token-text.js
         token.title = t('lens.cellTitle', {
-          token: cell.token, id: cell.id, probability: cell.probability.toPrecision(4), logit: cell.logit.toFixed(3),
+          token: visibleText(cell.token), id: cell.id, probability: cell.probability.toPrecision(4), logit: cell.logit.toFixed(3),
         });
         td.append(token, probability);
         tr.append(td);

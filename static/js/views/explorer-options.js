@@ -57,14 +57,19 @@ export function createOptions(els, { onChange }) {
   };
 }
 
-/** The sentence under the large map that says what its colours mean. */
-export function scaleSentence({ kind, diff, shared, gamma, zmax }) {
+/**
+ * The sentence under the large map that says what its colours mean; a causal map (figures/colormap.js
+ * isCausalMap) adds why its first rows are left out of the scale's top.
+ */
+export function scaleSentence({ kind, diff, shared, gamma, zmax, causal = false }) {
   if (diff) return t('explorer.scale.legendDiff', { max: zmax.toFixed(4) });
   let key = 'explorer.scale.legendOwn';
   if (shared && kind === 'weight') key = 'explorer.scale.legendShared';
   if (shared && (kind === 'mean' || kind === 'rollout')) key = 'explorer.scale.legendSharedLayers';
   if (shared && kind === 'contribution') key = 'explorer.scale.legendContribution';
+  if (causal && key === 'explorer.scale.legendOwn') key = 'explorer.scale.legendOwnCausal';
   const parts = [t(key, { max: zmax.toPrecision(3) })];
+  if (causal) parts.push(t('explorer.scale.legendCausal'));
   if (gamma !== 1) parts.push(t('explorer.scale.legendGamma', { gamma }));
   return parts.join(' ');
 }

@@ -1,11 +1,12 @@
 // The grid of every layer's and head's attention map, drawn on canvases
 // (one pixel per weight, scaled up by CSS) rather than 72 Plotly plots.
 // The grid can be coloured by a number per head (a frame around each map, its value in the map's name),
-// scaled per head or with one scale for all heads (with a gamma for small weights), and can mark one
+// scaled per head or with one scale for all heads (with a gamma for small weights; a causal model's maps to
+// their largest weight from a quarter of the rows down, figures/colormap.js scaleTop), and can mark one
 // token's row and column on every map (with pooled maps, the bins that hold the token).
 // Under grouped-query attention the columns are grouped by the key-value head their query heads share: a
 // row of labels "KV g" above them and a gap with a line between two groups.
-import { attentionPixels, cssGradient, matrixMax, sequential } from '../figures/colormap.js';
+import { attentionPixels, cssGradient, isCausalMap, scaleTop, sequential } from '../figures/colormap.js';
 import { kvGroup, kvRuns } from '../figures/kv-groups.js';
 import { t } from '../i18n/index.js';
 
@@ -95,11 +96,11 @@ export function createOverview(root, { onSelect, colourRamp }) {
 
   function paintMaps() {
     if (!data) return;
-    const shared = scaling.shared ? Math.max(0, ...data.attention.flat().map((matrix) => matrixMax(matrix))) : null;
+    const shared = scaling.shared ? Math.max(0, ...data.attention.flat().map((matrix) => scaleTop(matrix))) : null;
     buttons.forEach((rowButtons, row) => rowButtons.forEach((button, col) => {
       const matrix = data.attention[row][col];
       const n = matrix.length;
-      const max = shared ?? matrixMax(matrix);
+      const max = shared ?? scaleTop(matrix);
       button.dataset.max = String(max);
       if (n > 0) {
         button.querySelector('canvas').getContext('2d')
@@ -108,6 +109,7 @@ export function createOverview(root, { onSelect, colourRamp }) {
     }));
     if (colourRamp) colourRamp.style.background = cssGradient('to right', { gamma: scaling.gamma }); // ui-text: not UI (a CSS keyword)
     root.dataset.scale = scaling.shared ? 'shared' : 'own';
+    root.dataset.causal = String(data.attention.flat().some((matrix) => isCausalMap(matrix)));
     root.dataset.gamma = String(scaling.gamma);
   }
 
@@ -229,7 +231,10 @@ export function createOverview(root, { onSelect, colourRamp }) {
     nameButtons();
   }
 
-  /** Each head to its own largest weight (shared: false) or one scale for all; colour = (w / max)^gamma. */
+  /**
+   * Each head to its own largest weight (shared: false) or one scale for all; colour = (w / max)^gamma, max
+   * taken from a quarter of the rows down in a causal model's maps (figures/colormap.js scaleTop).
+   */
   function scale({ shared = false, gamma = 1 } = {}) {
     const next = { shared: Boolean(shared), gamma: gamma > 0 ? gamma : 1 };
     if (next.shared === scaling.shared && next.gamma === scaling.gamma) return;
