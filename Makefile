@@ -61,7 +61,7 @@ test-all: chromium $(VENV)/.test lint test-js
 
 # The inner loop: unit, API and CLI tests, no browser and no server processes.
 test-fast: $(VENV)/.test
-	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED) tests/model tests/api tests/cli tests/static tests/test_suite.py
+	$(PYTEST) --hypothesis-profile=ci --hypothesis-seed=$(SEED) tests/model tests/api tests/cli tests/python tests/static tests/test_suite.py
 
 # The pure front-end modules (static/js/figures, the URL and error helpers) under Node's own test runner.
 test-js:

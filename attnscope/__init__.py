@@ -25,11 +25,12 @@
 `Model.info -> ModelInfo`
     id, name, architecture, layers, heads, max_tokens, causal, pairs.
 
-`Model.attention(text, pair=None, layers=None, heads=None) -> Attention`
+`Model.attention(text, pair=None, layers=None, heads=None, edit=None) -> Attention`
     One input's maps: `maps` float32 (len(layers), len(heads), T, T) (rows sum to 1; query rows, key
     columns), `tokens` (text, display, start, end, special, segment, unknown), `ids`, `layers`, `heads`,
-    and `map(layer, head)` for one (T, T) map by the model's indices. Inputs over max_tokens raise
-    TooManyTokens (never truncated); bad indices IndexOutOfRange; a pair for a model without pairs InputError.
+    and `map(layer, head)` for one (T, T) map by the model's indices; `edit` a what-if edit (the REST edit's
+    fields as a dict). Inputs over max_tokens raise TooManyTokens (never truncated); bad indices IndexOutOfRange;
+    a pair for a model without pairs InputError; what the REST refuses FieldError, in its words.
 
 `Model.attention_batch(texts, batch_size=8, layers=None, heads=None, progress=None) -> list[Attention]`
     Many inputs (texts or (text, pair) tuples), sorted by length and run `batch_size` at a time, padded with
@@ -44,7 +45,7 @@
     A decoder's continuation with the KV cache, one NewToken at a time (index, id, text, display,
     probability, top, attention (layers, heads, index + 1), cache_bytes): greedy by default, equal to
     transformers' generate without sampling; sampled with temperature, top-k, top-p and a seed. Only for a
-    model with an LM head (GPT-2, Llama, Mistral, Qwen): TypeError otherwise.
+    model with an LM head (GPT-2, Llama, Mistral, Qwen, Gemma 2): TypeError otherwise.
 
 `Model.logit_attribution(text, answer, position=None) -> LogitAttribution`
     Direct logit attribution of a model with an LM head at `position` (default: the last token): `answer` [id]
@@ -53,6 +54,22 @@
     frozen at the whole residual stream's; `total` (their sum) equals `logit` (before Gemma 2's soft-cap;
     `capped` after it). Raises InputError (`type` as the REST answer's): NoLMHead for an encoder, AnswerError,
     PositionOutOfRange.
+
+`Model.metrics(text)`, `detect()`, `mean(text)`, `rollout(text, residual=0.5)`, `contributions(text, layers, heads)`,
+`attention(text, edit={...})`, `edit_effect(text, edit)`, `lens(text, position, top_k)`, `patch(clean, corrupted,
+target, answer, metric)`, `attribute(text, target, method, steps, baseline)`, `attribute_continuation(text, tokens,
+steps, baseline)`
+    The server's analyses, each checked as its REST route checks its body (the same rules and words: FieldError,
+    an InputError) and computed by the same model/analysis function; each answers a frozen dataclass of numpy
+    arrays (attnscope/results.py, results_causal.py) with `save(path)`. docs/python.md documents them all.
+
+`Model.run(text, hooks=None, pair=None, keep="all") -> Activations`
+    Every named activation of one forward (resid_pre, q, k, v, rot_q, rot_k, attn_scores, pattern, z, attn_out,
+    resid_mid, mlp_out, resid_post per layer, and final) as float32 arrays, and hooks fn(tensor, layer) that read
+    or replace them as the network runs (docs/activations.md).
+
+`save(results, path)`: one result or a list of them as ".npz" ("<i>/<name>" arrays and a "meta.json" entry) or
+    ".parquet" (one row per result), read back with plain numpy or pyarrow (attnscope/save.py).
 
 `attnscope.corpus` (import it: `from attnscope.corpus import Corpus, index`): a head across a whole corpus.
     `index(FILE, model="minilm", out=DIR)` writes every text's head metrics and strongest pairs as Parquet
@@ -63,9 +80,21 @@
 from model.checkpoints.tokenizer import Token, TooManyTokens
 from model.errors import CheckpointError, IndexOutOfRange, InputError, UnknownModel
 
+from .activations import Activations
 from .api import Attention, ItemError, LogitAttribution, Model, ModelInfo, NewToken, load
+from .checks import FieldError, FieldTypeError
+from .results import Aggregate, Contributions, Detectors, HeadMetrics
+from .results_causal import Attribution, ContinuationAttribution, EditEffect, Lens, Patching
+from .save import save
 
 __all__ = [
-    "Attention", "CheckpointError", "IndexOutOfRange", "InputError", "ItemError", "LogitAttribution", "Model",
-    "ModelInfo", "NewToken", "Token", "TooManyTokens", "UnknownModel", "load",
+    "Activations", "Aggregate", "Attention", "Attribution", "CheckpointError", "ContinuationAttribution",
+    "Contributions", "Detectors", "EditEffect", "FieldError", "FieldTypeError", "HeadMetrics", "IndexOutOfRange",
+    "InputError", "ItemError", "Lens", "load", "LogitAttribution", "Model", "ModelInfo", "NewToken", "Patching",
+    "save", "Token", "TooManyTokens", "UnknownModel",
 ]
+
+# A notebook widget of attention maps (attnscope/notebook.py; anywidget is imported when one is made).
+from .notebook import show  # noqa: E402
+
+__all__ += ["show"]

@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
 import numpy as np
 import torch
 
+from app.schemas.api import AttentionRequest, TraceRequest
 from model.analysis import logit_attribution as dla
 from model.analysis.generate import Generation, Sampling
 from model.analysis.lens import NoLMHead, checked_position
-from model.checkpoints import LoadedModel
 from model.checkpoints import batch as batching
 from model.checkpoints import load as load_model
-from model.checkpoints.tokenizer import Encoded, Token
-from model.errors import InputError, checked_index, checked_indices
+from model.checkpoints.tokenizer import Encoded
+from model.errors import checked_index
+from model.nets.edit import Edit
 from model.steps import BLOCK_STEPS, STEPS
 from model.trace import PER_HEAD_STEPS
+
+from . import activations
+from .activations import Activations, UserHook
+from .analyses import MapAnalyses
+from .checks import edit_fields, validated
+from .core import ModelInfo
+from .experiments import DECODER_HINT, OutputAnalyses
+from .results import Attention
+from .results_causal import LogitAttribution
+
+__all__ = ["Attention", "Item", "ItemError", "LogitAttribution", "Model", "ModelInfo", "NewToken", "load"]
 
 # One input of a batch: a text, or a (text, pair) tuple for a model that takes pairs.
 Item = str | tuple[str, str | None]
@@ -35,96 +47,11 @@ class ItemError(ValueError):
         self.error = error
 
 
-@dataclass(frozen=True)
-class ModelInfo:
-    """What a model is: its `id` ("minilm", or a checkpoint directory's name), `architecture` (config.json's
-    model_type: bert, roberta, distilbert, electra, gpt2), `layers` and `heads` (per layer), `max_tokens` (the
-    longest input it takes, special tokens included), `causal` (each token sees only itself and the tokens
-    before it: GPT-2) and `pairs` (takes a second text, as BERT's [SEP]-joined pairs), and a readable `name`."""
-
-    id: str
-    name: str
-    architecture: str
-    layers: int
-    heads: int
-    max_tokens: int
-    causal: bool
-    pairs: bool
-
-    def as_dict(self) -> dict[str, str | int | bool]:
-        return {"id": self.id, "name": self.name, "architecture": self.architecture, "layers": self.layers,
-                "heads": self.heads, "max_tokens": self.max_tokens, "causal": self.causal, "pairs": self.pairs}
-
-
-@dataclass(frozen=True)
-class Attention:
-    """The attention weights of one input.
-
-    `maps` is float32 of shape (len(layers), len(heads), T, T): maps[i, j, q, k] is the weight that query
-    token q gives key token k in head heads[j] of layer layers[i]; each row sums to 1 (for a causal model
-    the entries above the diagonal are 0). `layers` and `heads` are the model's indices in the order asked
-    for. `tokens` are the T tokens (model.checkpoints.tokenizer.Token: `text` as the tokenizer spells it, `display`
-    readable text, `start`/`end` code-point offsets into its segment's text or None for inserted tokens,
-    `special`, `segment` 0 for text and 1 for pair, `unknown`), `ids` their vocabulary ids."""
-
-    text: str
-    pair: str | None
-    tokens: list[Token]
-    ids: list[int]
-    maps: np.ndarray
-    layers: list[int]
-    heads: list[int]
-    model: str
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def map(self, layer: int, head: int) -> np.ndarray:
-        """The (T, T) map of the model's layer `layer`, head `head` (indices of the model, not of `maps`)."""
-        if layer not in self.layers or head not in self.heads:
-            raise KeyError(f"layer {layer}, head {head} is not in this answer (layers {self.layers}, "
-                           f"heads {self.heads})")
-        block: np.ndarray = self.maps[self.layers.index(layer), self.heads.index(head)]
-        return block
-
-
-class Model:
-    """A loaded model; make one with `attnscope.load`."""
-
-    def __init__(self, model: LoadedModel) -> None:
-        self._model = model
-        spec = model.spec
-        cfg = model.cfg
-        self.info = ModelInfo(id=spec.id, name=spec.name, architecture=spec.architecture, layers=cfg.n_layers,
-                              heads=cfg.n_heads, max_tokens=model.tokenizer.max_tokens, causal=spec.causal,
-                              pairs=spec.pairs)
-
-    def __repr__(self) -> str:
-        i = self.info
-        return f"<attnscope.Model {i.id}: {i.architecture}, {i.layers} layers x {i.heads} heads>"
-
-    @property
-    def pretrained(self) -> LoadedModel:
-        """The underlying model (model.checkpoints.LoadedModel): its `net`, `tokenizer`, `spec` and `cfg`."""
-        return self._model
-
-    def encode(self, text: str, pair: str | None = None) -> Encoded:
-        """The input tokenized as the model reads it (ids, segments, tokens).
-
-        Raises InputError (a ValueError) for a pair sent to a model without pairs or a text without tokens,
-        TooManyTokens (a ValueError) when the input is over `info.max_tokens`: never truncated."""
-        if pair is not None and not self.info.pairs:
-            raise InputError(("pair",), f"model {self.info.id!r} ({self.info.architecture}) takes one text, "
-                                        "not a pair; leave pair out")
-        encoded = self._model.tokenizer.encode(text, pair)
-        if not len(encoded):
-            raise InputError(("text",), f"the text {text!r} makes no tokens for model {self.info.id!r}; "
-                                        "give a text with at least one character")
-        return encoded
-
-    def _chosen(self, layers: Sequence[int] | None, heads: Sequence[int] | None) -> tuple[list[int], list[int]]:
-        return (checked_indices(None if layers is None else list(layers), self.info.layers, "layers"),
-                checked_indices(None if heads is None else list(heads), self.info.heads, "heads"))
+class Model(MapAnalyses, OutputAnalyses):
+    """A loaded model; make one with `attnscope.load`. Its methods: attention, attention_batch,
+    iter_attention_batch, trace, generate, logit_attribution (here); metrics, detect, mean, rollout, contributions,
+    edit_effect (attnscope/analyses.py); lens, patch, attribute (attnscope/experiments.py). docs/python.md lists them
+    all with their answers' fields and shapes."""
 
     def _answer(self, text: str, pair: str | None, encoded: Encoded, maps: torch.Tensor, layers: list[int],
                 heads: list[int]) -> Attention:
@@ -133,16 +60,22 @@ class Model:
                          model=self.info.id)
 
     def attention(self, text: str, pair: str | None = None, layers: Sequence[int] | None = None,
-                  heads: Sequence[int] | None = None) -> Attention:
+                  heads: Sequence[int] | None = None, edit: Mapping[str, object] | Edit | None = None) -> Attention:
         """The attention maps of one input (one forward, as the explorer's): `layers` and `heads` are the
-        model's indices to keep, in that order (None: all).
+        model's indices to keep, in that order (None: all). `edit`: a what-if edit of one layer's heads (the
+        REST edit's fields as a dict, {"layer": 2, "heads": [5], "temperature": 3}, or a model.nets.edit.Edit):
+        every later layer is recomputed on the edited hidden state (POST /api/v1/attention with `edit`).
 
-        Raises IndexOutOfRange (a ValueError naming the valid range) for a layer or head the model has not,
-        and the errors of `encode`."""
-        chosen_layers, chosen_heads = self._chosen(layers, heads)
-        encoded = self.encode(text, pair)
-        every = self._model.attention_maps(encoded).select(chosen_layers, chosen_heads)  # per layer (H', T, T)
-        return self._answer(text, pair, encoded, torch.stack(every), chosen_layers, chosen_heads)
+        Raises FieldError (the REST's words) for indices that repeat, are not ints or are an empty list, and for
+        an edit the REST refuses; IndexOutOfRange (a ValueError naming the valid range) for a layer or head the
+        model has not; EditError for hidden keys beyond the input; and the errors of `encode`."""
+        p = self._prepare(AttentionRequest, text=text, text_pair=pair, layers=layers, heads=heads,
+                          edit=edit_fields(edit))
+        every = self._model.attention_maps(p.encoded, edit=p.edit).select(p.layers, p.heads)  # per layer (H', T, T)
+        answer = self._answer(p.req.text, p.req.text_pair, p.encoded, torch.stack(every), p.layers, p.heads)
+        if p.edit is None:
+            return answer
+        return replace(answer, edit=p.req.edit.model_dump())
 
     def iter_attention_batch(self, texts: Sequence[Item], batch_size: int = batching.DEFAULT_BATCH_SIZE,
                              layers: Sequence[int] | None = None, heads: Sequence[int] | None = None,
@@ -151,7 +84,7 @@ class Model:
         the longest inputs first (so that each batch pads little). Every input is tokenized and checked
         before the first forward."""
         chosen_layers, chosen_heads = self._chosen(layers, heads)
-        pairs = [(item, None) if isinstance(item, str) else item for item in texts]
+        pairs = [item if isinstance(item, tuple) else (item, None) for item in texts]
         encodings = []
         for i, (text, pair) in enumerate(pairs):
             try:
@@ -209,8 +142,7 @@ class Model:
         AnswerError (`answer_count`, `answer_out_of_range`, `answer_same`), InputError for an answer item that is
         not an int, PositionOutOfRange (an IndexOutOfRange), and the errors of `encode`."""
         if not self._model.lm_head:
-            raise NoLMHead(self.info.id, [], "direct logit attribution",
-                           "load a decoder such as GPT-2 or a Llama-family checkpoint")
+            raise NoLMHead(self.info.id, [], "direct logit attribution", DECODER_HINT)
         encoded = self.encode(text)
         at = checked_position(position, len(encoded))
         chosen = dla.checked_answer(list(answer), self._model.cfg.vocab_size)
@@ -221,7 +153,21 @@ class Model:
             answer=[(i, self._model.tokenizer.token_text(i)[1]) for i in found.answer],
             heads=found.heads.numpy(), mlp=found.mlp.numpy(), attention_bias=None if bias is None else bias.numpy(),
             embeddings=found.embeddings, norm_bias=found.norm_bias, total=found.total, logit=found.logit,
-            capped=found.capped, softcap=found.softcap, norm=found.norm, scale=found.scale, model=self.info.id)
+            capped=found.capped, softcap=found.softcap, norm=found.norm, scale=found.scale, model=self.info.id,
+            text=text)
+
+    def run(self, text: str, hooks: Mapping[str, UserHook] | None = None, pair: str | None = None,
+            keep: Collection[str] | str = "all") -> Activations:
+        """Every named activation of one forward (attnscope/activations.py, docs/activations.md): a mapping
+        "resid_pre.0", "q.0", …, "resid_post.{L-1}", "final" -> float32 arrays without the batch axis, and `logits`
+        (T, V) for a model with an LM head. `hooks` {"name": fn} (every layer), {"name.layer": fn} (one) or
+        {"final": fn}: fn(tensor, layer) reads the value as the network computes it and returns a tensor or array
+        of its shape that replaces it (the network runs on with it: ablate a head's z, steer the residual, patch
+        from another run's Activations), or None to keep it. `keep`: "all" or the names to keep. Raises the errors
+        of `encode`, and InputError naming the valid names for an unknown name, a layer out of range or a hook
+        that returns another shape."""
+        encoded = self.encode(text, pair)
+        return activations.run(self._model, encoded, hooks, keep, text=text, pair=pair)
 
     def trace(self, text: str, layer: int, head: int | None = None, pair: str | None = None,
               block: bool = False) -> dict[str, np.ndarray]:
@@ -236,10 +182,12 @@ class Model:
         `rotated.q`, `rotated.k` (H, T, Dh) after it (`scores` = rotated.q · rotated.kᵀ). With `block`, the
         rest of the layer's block follows as `block.<step>` (model/steps.py BLOCK_STEPS: the residual sums, the
         norms, the MLP inside, (T, D) or (T, d_ff)) in the order the block computes them."""
-        checked_index(layer, self.info.layers, "layers", "layer")
-        if head is not None:
-            checked_index(head, self.info.heads, "heads", "head")
-        encoded = self.encode(text, pair)
+        req = validated(TraceRequest, text=text, text_pair=pair, layer=layer, head=head, block=block)
+        self._check_pair(req.text_pair)
+        checked_index(req.layer, self.info.layers, "layers", "layer")
+        if req.head is not None:
+            checked_index(req.head, self.info.heads, "heads", "head")
+        encoded = self._tokens(req.text, req.text_pair)
         record = self._model.trace_layer(encoded, layer, None if head is None else [head], block=block)
         out: dict[str, np.ndarray] = {}
         for step in (*STEPS[:STEPS.index("split") + 1], "rotated", *STEPS[STEPS.index("split") + 1:]):
@@ -256,34 +204,6 @@ class Model:
             if step in BLOCK_STEPS:
                 out[f"block.{step}"] = cast(torch.Tensor, value).numpy().astype(np.float32, copy=False)
         return out
-
-
-@dataclass(frozen=True)
-class LogitAttribution:
-    """Direct logit attribution (model/analysis/logit_attribution.py) at `position` of `answer`'s logit ([id]) or
-    logit difference ([good, bad]), every part through the final norm with its scale frozen (`scale`, of the
-    `norm` "layer" or "rms") and dotted with the answer's unembedding row. `heads` float64 (layers, heads): each
-    head's share z_h · W_O[h] of its layer's output projection; `mlp` (layers,): each MLP's output;
-    `attention_bias` (layers,) or None: each output projection's bias; `embeddings`; `norm_bias` (the final
-    LayerNorm's β, None for RMSNorm). `total` is their sum, equal to `logit`, the model's own logit (or
-    difference) before any soft-cap, up to rounding; `capped` after the cap of cap · tanh(logit / cap) (`softcap`,
-    Gemma 2; without one equal to `logit`). `tokens`: the input's tokens; `answer`: (id, display) pairs."""
-
-    tokens: list[Token]
-    position: int
-    answer: list[tuple[int, str]]
-    heads: np.ndarray
-    mlp: np.ndarray
-    attention_bias: np.ndarray | None
-    embeddings: float
-    norm_bias: float | None
-    total: float
-    logit: float
-    capped: float
-    softcap: float | None
-    norm: str
-    scale: float
-    model: str
 
 
 @dataclass(frozen=True)

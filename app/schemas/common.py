@@ -11,6 +11,7 @@ from fastapi.openapi.models import Example
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from model.inputs import NON_BLANK, duplicates_problem, text_problem
 from model.lab.toy import MAX_ABS as TOY_MAX_ABS
 
 
@@ -20,26 +21,21 @@ class StrictRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-# Blank means only whitespace, as Python's str.isspace() has it; the class lists those characters
-# explicitly so that every regex engine (JSON Schema's ECMA 262, Python's re, pydantic's Rust regex)
-# reads the pattern alike. The server checks text with this same pattern.
-NON_BLANK = r"[^\u0009-\u000d\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-
-
-_NON_BLANK = re.compile(NON_BLANK)
+# The text and index rules are model/inputs.py's, which the Python API checks with too: one rule, one message.
+# NON_BLANK (blank means only whitespace, as str.isspace() has it) is the pattern the schema states.
 
 
 def _check_text(value: str) -> str:
-    if not _NON_BLANK.search(value):
-        raise ValueError("must not be blank; send at least one non-space character")
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
-        raise ValueError("contains a lone surrogate (U+D800-U+DFFF); send valid Unicode text")
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
 def check_distinct(values: list[int]) -> list[int]:
-    if len(set(values)) != len(values):
-        raise ValueError("has duplicates; list each index once")
+    problem = duplicates_problem(values)
+    if problem is not None:
+        raise ValueError(problem)
     return values
 
 
