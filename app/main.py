@@ -77,7 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.cors_origins:  # off unless an explicit allow-list is configured
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
                            allow_headers=["content-type"], allow_credentials=False)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, frame_ancestors=settings.frame_ancestors)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(AllowedHosts, bound=settings.host, extra=settings.allowed_hosts)  # outermost: first
     return app

@@ -14,6 +14,29 @@ CSP = (
     "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'; "
     "frame-ancestors 'none'; form-action 'self'"
 )
+FRAME_ANCESTORS_SETTING = "ATTNSCOPE_FRAME_ANCESTORS"
+# A source of frame-ancestors: 'self', or an http(s) origin whose host may start with "*." and whose port may be
+# "*" (https://lab.example.org, http://localhost:8888, https://*.example.org). Nothing else: no path, no
+# quotes, no separators that could end the directive and add another.
+_FRAME_SOURCE = re.compile(r"https?://(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*(:([0-9]{1,5}|\*))?/?")
+
+
+def frame_ancestors_error(sources: list[str]) -> str | None:
+    """What is wrong with a frame-ancestors list (one line, naming the setting), or None when it is valid."""
+    if sources == ["'none'"]:
+        return None
+    if not sources:
+        return f"{FRAME_ANCESTORS_SETTING} is empty: give 'none' (the default) or the origins that may frame attnscope"
+    for source in sources:
+        if source != "'self'" and not _FRAME_SOURCE.fullmatch(source.lower()):
+            return (f"{FRAME_ANCESTORS_SETTING}: {source[:100]!r} is not 'none', 'self' or an http(s) origin such as "
+                    "https://lab.example.org or http://localhost:8888 ('none' stands alone)")
+    return None
+
+
+def csp(frame_ancestors: Iterable[str] = ("'none'",)) -> str:
+    """The pages' Content-Security-Policy with these frame-ancestors sources (validated by the setting)."""
+    return CSP.replace("frame-ancestors 'none'", f"frame-ancestors {' '.join(frame_ancestors)}")
 
 
 async def _send_json(send: Send, status: int, body: dict, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
@@ -178,10 +201,16 @@ class BodyLimit:
 
 
 class SecurityHeaders:
-    """nosniff and Referrer-Policy on every answer; the CSP on every HTML answer."""
+    """nosniff and Referrer-Policy on every answer; the CSP on every HTML answer. `frame_ancestors`
+    (ATTNSCOPE_FRAME_ANCESTORS) names who may show the pages in a frame: nobody ('none') unless configured."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, frame_ancestors: str = "'none'") -> None:
         self.app = app
+        sources = frame_ancestors.split()
+        problem = frame_ancestors_error(sources)
+        if problem is not None:
+            raise ValueError(problem)
+        self.csp = csp(sources).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -195,7 +224,7 @@ class SecurityHeaders:
                 headers.append((b"x-content-type-options", b"nosniff"))
                 headers.append((b"referrer-policy", b"no-referrer"))
                 if ctype.startswith(b"text/html"):
-                    headers.append((b"content-security-policy", CSP.encode()))
+                    headers.append((b"content-security-policy", self.csp))
                 message = {**message, "headers": headers}
             await send(message)
 

