@@ -118,7 +118,7 @@ def _where(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) if parts else "request body"
 
 
-def _validation_message(err: Any) -> str:
+def validation_message(err: Any) -> str:
     """What is wrong with the field, without naming it (its loc does; `detail` adds the name)."""
     if err.get("type") == "json_invalid":
         return "the request body is not valid JSON; send a JSON object"
@@ -130,6 +130,16 @@ def _validation_message(err: Any) -> str:
         # a body sent without Content-Type: application/json (or not UTF-8) reaches validation as bytes
         return "the request body is not a JSON object; send one, encoded in UTF-8, with Content-Type: application/json"
     return str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+
+
+def validation_messages(errs: Sequence[Any]) -> tuple[list[str], str]:
+    """pydantic's errors as a 422 answer words them: each one's message (validation_message) and the `detail`
+    naming the fields of the first three ("layers: has duplicates; list each index once"). The Python API words
+    its refusals with it too (attnscope/checks.py)."""
+    messages = [validation_message(e) for e in errs]
+    named = [m if e.get("type") == "json_invalid" else f"{_where(tuple(e.get('loc', ())))}: {m}"
+             for e, m in zip(errs, messages, strict=True)]
+    return messages, "; ".join(named[:3]) + (f" (and {len(named) - 3} more)" if len(named) > 3 else "")
 
 
 def _json_safe(value: object) -> bool:
@@ -151,11 +161,9 @@ async def validation_error(request: Request, exc: Exception) -> JSONResponse:
     """422 listing what is wrong, never echoing the input (it may hold NaN or lone surrogates)."""
     assert isinstance(exc, RequestValidationError)
     errs = exc.errors()
-    messages = [_validation_message(e) for e in errs]
-    named = [m if e.get("type") == "json_invalid" else f"{_where(tuple(e.get('loc', ())))}: {m}"
-             for e, m in zip(errs, messages, strict=True)]
+    messages, detail = validation_messages(errs)
     body = {
-        "detail": "; ".join(named[:3]) + (f" (and {len(named) - 3} more)" if len(named) > 3 else ""),
+        "detail": detail,
         "errors": [
             _item(e.get("loc", ()), m, str(e.get("type", "")), _validation_ctx(e))
             for e, m in zip(errs, messages, strict=True)

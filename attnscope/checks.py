@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from app.errors import _validation_message
+from app.errors import validation_messages
 from app.schemas.common import ChosenHeads, ChosenLayers, StrictRequest
 from model.errors import InputError
 from model.nets.edit import Edit
@@ -60,11 +60,6 @@ def plain(value: object) -> Any:
     return value
 
 
-def _where(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p != "body"]
-    return ".".join(parts) if parts else "request body"
-
-
 def validated(request: type[R], **fields: object) -> R:
     """`fields` as the request body of a `request`, validated as the route validates it (an optional field that
     is None is left out, so that it takes its default; a required one is sent as null, and refused); FieldError
@@ -75,9 +70,7 @@ def validated(request: type[R], **fields: object) -> R:
         return request.model_validate(body)
     except ValidationError as exc:
         errors = exc.errors()
-        messages = [_validation_message(e) for e in errors]
-        named = [f"{_where(tuple(e['loc']))}: {m}" for e, m in zip(errors, messages, strict=True)]
-        detail = "; ".join(named[:3]) + (f" (and {len(named) - 3} more)" if len(named) > 3 else "")
+        messages, detail = validation_messages(errors)
         first = errors[0]
         error = FieldTypeError if first["type"] in TYPE_RULES else FieldError
         raise error(tuple(first["loc"]), str(first["type"]), messages[0], detail) from None
