@@ -159,6 +159,15 @@ export function loadModels() {
 }
 
 /**
+ * The model `id` names (null: the server's default) after GET /api/v1/models has answered; null for an id the
+ * server does not have, or when it could not be asked (a panel that needs the model then stays hidden).
+ */
+export async function loadModelOf(id) {
+  await loadModels().catch(() => null);
+  return modelOf(id);
+}
+
+/**
  * The model a state's `model` names (null: the server's default), once the models are known;
  * null before, or for an id the server does not have (the server then says so).
  */

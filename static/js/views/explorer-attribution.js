@@ -17,7 +17,7 @@ import { tokenLabel } from '../figures/axes.js';
 import {
   attributionRows, COMPARED, completenessNumbers, shown, shownRho, strongest, unreliable,
 } from '../figures/attribution.js';
-import { errorMessage, loadModels, t } from '../page.js';
+import { errorMessage, loadModelOf, t } from '../page.js';
 
 const COLUMNS = ['score', ...COMPARED]; // ui-text: not UI (row fields)
 
@@ -225,8 +225,7 @@ export function createAttributionPanel(panel) {
   return {
     /** Follow the explorer's sentence and model: the target field fits the model; an older result is cleared. */
     async draw(state, tokens) {
-      const models = await loadModels().catch(() => []);
-      const model = models.find((m) => m.id === state.model) || (state.model === null ? models.find((m) => m.default) : null);
+      const model = await loadModelOf(state.model);
       const lmHead = Boolean(model && model.lm_head);
       const changed = current.text !== state.text || current.model !== (model ? model.id : state.model);
       current = { text: state.text, model: model ? model.id : state.model, lmHead };

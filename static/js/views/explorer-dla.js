@@ -9,7 +9,7 @@
 import { getLogitAttribution, getSingleToken } from '../api.js';
 import { dlaCaptionParts, dlaFigure } from '../figures/dla.js';
 import { tNodes } from '../i18n/index.js';
-import { errorMessage, loadModels, t } from '../page.js';
+import { errorMessage, loadModelOf, t } from '../page.js';
 import { renderFigure } from './plot.js';
 import { loadPlotly } from './plotly-loader.js';
 
@@ -139,8 +139,7 @@ export function createDlaPanel(panel, { onSelect }) {
   return {
     /** Follow the explorer's sentence, model and selected head. */
     async draw(state, tokens) {
-      const models = await loadModels().catch(() => []);
-      const model = models.find((m) => m.id === state.model) || (state.model === null ? models.find((m) => m.default) : null);
+      const model = await loadModelOf(state.model);
       const lmHead = Boolean(model && model.lm_head);
       const changed = state.text !== current.text || state.model !== current.model;
       const moved = state.layer !== current.layer || state.head !== current.head;

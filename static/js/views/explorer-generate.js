@@ -10,7 +10,7 @@ import { startGenerate } from '../api.js';
 import { binaryBytes, exact } from '../figures/cost.js';
 import { attentionHeatmapFigure } from '../figures/heatmap.js';
 import { escapeInvisible, predictedToken } from '../figures/token-text.js';
-import { errorMessage, lang, loadModels, t } from '../page.js';
+import { errorMessage, lang, loadModels, modelOf, t } from '../page.js';
 import { readEventStream } from '../sse.js';
 import { fetchLayer, headRows, sentenceKey } from './explorer-data.js';
 import {
@@ -380,7 +380,7 @@ export function createGeneratePanel(els, { onOpen }) {
       const mine = ++ticket;
       const models = await loadModels().catch(() => null);
       if (mine !== ticket) return;
-      const model = models && (models.find((m) => m.id === state.model) || (state.model === null ? models.find((m) => m.default) : null));
+      const model = models && modelOf(state.model);
       if (!model) {
         els.panel.hidden = true;
         reset();

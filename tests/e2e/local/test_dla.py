@@ -8,38 +8,13 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import wait_until
+from ..helpers import wait_until
 
 TEXT = "The cat sat on the mat."
 MODEL = "tiny-gpt2"
-
-
-@pytest.fixture(scope="module")
-def live_server(local_models_server) -> str:
-    """This module's pages and the browser log's checks go to the server of the local checkpoints."""
-    return local_models_server.base
-
-
-@pytest.fixture(scope="module")
-def local_context(open_context, live_server):
-    context = open_context(live_server)
-    yield context
-    context.close()
-
-
-@pytest.fixture
-def context(local_context):
-    return local_context
-
-
-@pytest.fixture(scope="module")
-def local_api(live_server):
-    with httpx.Client(base_url=live_server, trust_env=False, timeout=60) as client:
-        yield client
 
 
 def sign(value: float) -> str:
