@@ -1,5 +1,5 @@
-"""Decoders of the Llama family on /steps and in the explorer: a server of its own with small random Llama, Mistral
-and Gemma 2 checkpoints (tests/conftest.py llama_dirs: 4 query heads sharing 2 key-value heads; Llama with RoPE's
+"""Decoders of the Llama family on /steps and in the explorer: the Llama family's server (conftest.py
+llama_family_server) with small random Llama, Mistral and Gemma 2 checkpoints (tests/conftest.py llama_dirs: 4 query heads sharing 2 key-value heads; Llama with RoPE's
 llama3 scaling, Mistral with a sliding window in every layer, Gemma 2 in its local layer 0 only).
 The split step draws each head's q and k before and after the rotation and the chosen query's angles, with
 the numbers of /api/v1/trace fetched by the test and captions that say the model's own base, scaling and
@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
 from urllib.parse import quote
 
@@ -21,8 +20,6 @@ import httpx
 import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
-
-from bench.common import Server
 
 from ..helpers import STEPS, caption, drawn, english_left, max_abs_diff, show_step, stage, switch_to_chinese, wait_until
 from ..test_steps_block import SENTENCE, next_step, said
@@ -35,16 +32,8 @@ LAYER, HEAD, QUERY = 1, 3, 5
 
 
 @pytest.fixture(scope="module")
-def llama_server(llama_dirs):
-    server = Server(ATTNSCOPE_MODEL_PATHS=os.pathsep.join([str(llama_dirs[kind]) for kind in ("llama", "mistral", "gemma2")]))
-    try:
-        server.start()
-    except RuntimeError as exc:  # fail, never skip
-        pytest.fail(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
+def llama_server(llama_family_server):
+    return llama_family_server
 
 
 @pytest.fixture

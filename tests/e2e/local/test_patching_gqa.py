@@ -1,5 +1,5 @@
-"""The explorer's activation patching panel on a grouped-query model, in real Chromium: a server of its own with a
-small random Llama (tests/checkpoints.py: 4 query heads sharing 2 key-value heads). The pattern grid and the head and
+"""The explorer's activation patching panel on a grouped-query model, in real Chromium, on the Llama family's server
+(conftest.py llama_family_server: "tiny-llama" has 4 query heads sharing 2 key-value heads). The pattern grid and the head and
 position grid are grouped by key-value head as the explorer's main grid is (a label above each group, an empty column
 with a line between); the grid drawn equals a fetch of POST /api/v1/patch; the head and position grid shows each
 cell at its best position, then every head at the slider's position; captions are recomputed here from the answer."""
@@ -13,28 +13,16 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from bench.common import Server
-from tests.checkpoints import make_llama_checkpoint
-
-from .helpers import wait_until
-from .test_patching import DRAWN, best
+from ..helpers import wait_until
+from ..test_patching import DRAWN, best
 
 LLAMA = "tiny-llama"
 LLAMA_TEXT, LLAMA_CORRUPTED = "The cat sat on the mat.", "The the sat on the mat."
 
 
 @pytest.fixture(scope="module")
-def gqa_server(tmp_path_factory):
-    directory = make_llama_checkpoint("llama", tmp_path_factory.mktemp("patch-gqa") / LLAMA)
-    server = Server(ATTNSCOPE_MODEL_PATHS=str(directory))
-    try:
-        server.start()
-    except RuntimeError as exc:  # fail, never skip
-        pytest.fail(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
+def gqa_server(llama_family_server):
+    return llama_family_server
 
 
 @pytest.fixture
