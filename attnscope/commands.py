@@ -1,4 +1,5 @@
-"""`attnscope models`, `attnscope attention` and `attnscope generate`: the command-line side of the Python API.
+"""`attnscope models`, `attnscope attention`, `attnscope generate` and `attnscope train-lm`: the command-line side
+of the Python API.
 
 attnscope/cli.py adds these with `add_parsers(subparsers)` and runs `run(args)` for a command in COMMANDS.
 Every refusal is one line on stderr that says what to change, with exit code 2 (as argparse's own).
@@ -25,7 +26,7 @@ from . import progress
 from .api import Attention, Model, ModelInfo, load
 from .output import SUFFIXES, NpzWriter, atomic, json_bytes, json_item
 
-COMMANDS = ("models", "attention", "generate")
+COMMANDS = ("models", "attention", "generate", "train-lm")
 USAGE_ERROR = 2
 DEFAULT_BATCH = 8
 
@@ -55,9 +56,9 @@ def _positive(value: str) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Adds `models`, `attention` and `generate` to the `attnscope` command's subparsers."""
+    """Adds `models`, `attention`, `generate`, `train-lm` and `corpus` to the `attnscope` command's subparsers."""
     from . import corpus as corpus_cli
-    from . import generating  # it uses this module's open_model and refusals
+    from . import generating, train_lm  # they use this module's open_model and refusals
     models = sub.add_parser("models", help="list the models attnscope can run",
                             description="The known models (and any checkpoint directory given with --model): id, "
                                         "architecture, layers x heads, max tokens, causal, pairs.")
@@ -91,13 +92,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
     generating.add_parser(sub)
+    train_lm.add_parser(sub)
     corpus_cli.add_parser(sub)
 
 
 def run(args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Runs `args.command` (one of COMMANDS); returns the exit code."""
     from . import corpus as corpus_cli
-    from . import generating
+    from . import generating, train_lm
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     if args.command == "corpus":
@@ -109,6 +111,8 @@ def run(args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO |
             return attention(args, err)
         if args.command == "generate":
             return generating.generate(args, out, err)
+        if args.command == "train-lm":
+            return train_lm.train_lm(args, out, err)
     except Refused as exc:
         print(f"attnscope {args.command}: error: {exc}", file=err)
         return USAGE_ERROR
