@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -22,6 +23,7 @@ from model.nets.edit import Edit
 
 from .cache import ByteLRU
 from .errors import AnalysesBusy, ClientGone
+from .jobs import lm_store
 from .jobs.threads import ViewsFirst, light_thread, one_intra_op_thread
 from .lanes import Lane
 from .memory import release_free_memory
@@ -29,6 +31,7 @@ from .schemas.api import ModelInfo
 from .schemas.service import LaneReport
 
 T = TypeVar("T")
+log = logging.getLogger("attnscope.hub")
 TRIM_AFTER_EVICTING = 16 * 1024 * 1024  # bytes of evicted maps after which free heap pages go back to the OS
 MAX_BACKGROUND_WAITING = 4  # long analyses queued behind the running one; the next is answered 503 (AnalysesBusy)
 # Work estimated above this (model/analysis/work.py) runs on the background lane even when the route did not ask:
@@ -151,11 +154,15 @@ class ModelHub:
     the labs' training threads share between their batches). So a view never waits for a whole analysis:
     at worst it shares the cores with one slice. The long analyses wait for each other in their lane;
     MAX_BACKGROUND_WAITING of them may wait, the next is answered 503.
+
+    Models trained on the server (app/jobs/lm.py) come and go while it runs: `add` and `remove` replace `loaded`
+    with a new dict under a lock (copy on write), so a request that holds its model keeps it to the end of its
+    work. Those kept in `trained_dir` (app/jobs/lm_store.py) load at start-up; one that fails is logged, left out.
     """
 
     def __init__(self, default_model: str, cache_bytes: int = 0, torch_threads: int = 1,
                  model_dirs: Mapping[str, Path] | None = None, model_paths: Sequence[Path] = (),
-                 device: str = "cpu", dtype: str = "float32") -> None:
+                 device: str = "cpu", dtype: str = "float32", trained_dir: Path | None = None) -> None:
         dirs = dict(model_dirs or {})
         unknown = sorted(set(dirs) - set(MODELS))
         if unknown:
@@ -167,12 +174,23 @@ class ModelHub:
         self.stats = {"queued": 0, "dropped": 0}  # jobs waiting or running now; jobs dropped for clients gone
         self._stats_lock = threading.Lock()
         self._housekeeper = Housekeeper(queued=lambda: self.stats["queued"])
+        self.device, self.dtype = device, dtype
+        self.trained: frozenset[str] = frozenset()  # the ids of the models trained on the server
+        self._models_lock = threading.Lock()
 
         def load_all() -> dict[str, LoadedModel]:
             loaded = {mid: load(mid, device, dtype=dtype, directory=dirs.get(mid)) for mid in MODELS}
             for path in model_paths:
                 model = load(path, device, dtype=dtype, taken=loaded)
                 loaded[model.spec.id] = model
+            for path in lm_store.kept(trained_dir) if trained_dir is not None else []:
+                try:
+                    model = load(path, device, dtype=dtype, taken=loaded)
+                except (CheckpointError, OSError, ValueError) as exc:
+                    log.warning("the trained model in %s is left out: %s", path, exc)
+                    continue
+                loaded[model.spec.id] = model
+                self.trained |= {model.spec.id}
             return loaded
 
         # Loaded on the worker thread too: when another thread's OpenMP team has touched the
@@ -254,15 +272,40 @@ class ModelHub:
     def get(self, model_id: str | None) -> tuple[ModelSpec, LoadedModel]:
         """The model for an id from a request (None = default); UnknownModel names the ids that exist."""
         mid = self.default if model_id is None else model_id
-        if mid not in self.loaded:
-            raise UnknownModel(mid, list(self.loaded))
-        return self.loaded[mid].spec, self.loaded[mid]
+        loaded = self.loaded  # one snapshot: a model removed meanwhile is still whole in it
+        if mid not in loaded:
+            raise UnknownModel(mid, list(loaded))
+        return loaded[mid].spec, loaded[mid]
+
+    def add(self, path: Path) -> LoadedModel:
+        """Load a model trained on the server from its checkpoint directory (on the model worker, where the others
+        were loaded) and list it at once; its id is the directory's name unless another model has it."""
+
+        def load_one() -> LoadedModel:
+            return load(path, self.device, dtype=self.dtype, taken=self.loaded)
+
+        model = self.run(load_one)
+        with self._models_lock:
+            self.loaded = {**self.loaded, model.spec.id: model}
+            self.trained = self.trained | {model.spec.id}
+        return model
+
+    def remove(self, model_id: str) -> bool:
+        """Unlist a model trained on the server; False when it is not one. Requests that already hold it finish
+        with it; its cached maps age out of the cache like any others."""
+        with self._models_lock:
+            if model_id not in self.trained or model_id not in self.loaded:
+                return False
+            self.loaded = {mid: model for mid, model in self.loaded.items() if mid != model_id}
+            self.trained = self.trained - {model_id}
+        return True
 
     def attention(self, model_id: str, encoded: Encoded, text: str, pair: str | None, compact: bool = False,
                   edit: Edit | None = None, gone: Callable[[], bool] | None = None) -> AttentionMaps:
         """All attention maps of one input (float32, or uint16 when compact), from the cache when it has them."""
         key = (model_id, text, pair, compact, edit)
-        return self.cache.get(key) or self.run(self._forward, key, model_id, encoded, compact, edit, None, gone=gone)
+        model = self.get(model_id)[1]
+        return self.cache.get(key) or self.run(self._forward, key, model, encoded, compact, edit, None, gone=gone)
 
     async def attention_layers(self, model_id: str, encoded: Encoded, text: str, pair: str | None,
                                layers: list[int], compact: bool, edit: Edit | None = None,
@@ -279,10 +322,11 @@ class ModelHub:
             for i in layers:
                 yield maps.per_layer[i]
             return
+        model = self.get(model_id)[1]
         feed = LayerFeed(asyncio.get_running_loop())
         with self._stats_lock:
             self.stats["queued"] += 1
-        job = self._worker.submit(self._forward, key, model_id, encoded, compact, edit, feed)
+        job = self._worker.submit(self._forward, key, model, encoded, compact, edit, feed)
         job.add_done_callback(self._job_done)
         try:
             async for block in feed.layers(layers):
@@ -317,13 +361,13 @@ class ModelHub:
             if not job.cancelled() and isinstance(job.exception(), ClientGone):
                 self.stats["dropped"] += 1
 
-    def _forward(self, key: tuple[Any, ...], model_id: str, encoded: Encoded, compact: bool, edit: Edit | None,
+    def _forward(self, key: tuple[Any, ...], model: LoadedModel, encoded: Encoded, compact: bool, edit: Edit | None,
                  feed: LayerFeed | None) -> AttentionMaps:
         """On the worker: the maps from the cache (a request queued before may have made them) or a forward."""
         try:
             maps = self.cache.get(key)
             if maps is None:
-                maps = self.loaded[model_id].attention_maps(encoded, compact, feed.publish if feed else None, edit)
+                maps = model.attention_maps(encoded, compact, feed.publish if feed else None, edit)
                 self._housekeeper.evicted(self.cache.put(key, maps, maps.nbytes))
             elif feed is not None:
                 for i, block in enumerate(maps.per_layer):
@@ -339,6 +383,7 @@ class ModelHub:
 
     def infos(self, show_paths: bool = False) -> list[ModelInfo]:
         out = []
+        trained = self.trained
         for mid, model in self.loaded.items():
             spec, cfg = model.spec, model.cfg
             out.append(
@@ -349,7 +394,7 @@ class ModelHub:
                     window_layers=None if cfg.local_layers is None else list(cfg.local_layers),
                     max_tokens=model.tokenizer.max_tokens, dtype=model.dtype_name, causal=spec.causal, pairs=spec.pairs,
                     lm_head=model.lm_head, local=spec.local, path=str(spec.locate()) if show_paths else None,
-                    default=mid == self.default,
+                    default=mid == self.default, trained=mid in trained,
                 )
             )
         return out

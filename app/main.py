@@ -16,10 +16,13 @@ from .hub import ModelHub, StartupError
 from .jobs import JobRegistry
 from .jobs.threads import light_thread
 from .memory import keep_startup_objects, return_large_buffers_to_the_os
-from .middleware import AllowedHosts, BodyLimit, SecurityHeaders
+from .middleware import AllowedHosts, SecurityHeaders
 from .routes import analysis, api, attribution, corpus, generate, iris, lab, labs, pages, patching, service, toy
 from .routes.glimpse import router as glimpse_router
 from .routes.informer import router as informer_router
+from .routes.lm import ENVELOPE_BYTES, UploadLimit, upload_cap
+from .routes.lm import TRAIN_PATH as LM_TRAIN_PATH
+from .routes.lm import router as lm_router
 from .routes.sequence import router as sequence_router
 from .settings import STATIC_DIR, Settings
 
@@ -35,7 +38,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             app.state.corpus = corpus.open_corpus(settings.corpus)  # None without one; a non-index is refused
             app.state.hub = ModelHub(settings.default_model, settings.cache_bytes, settings.torch_threads,
-                                     settings.model_dirs, settings.model_paths, settings.device, settings.dtype)
+                                     settings.model_dirs, settings.model_paths, settings.device, settings.dtype,
+                                     trained_dir=settings.lm_dir)
         except (StartupError, corpus.CorpusError) as exc:
             print(f"attnscope cannot start: {exc}", file=sys.stderr, flush=True)
             raise
@@ -68,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sequence_router)
     app.include_router(iris.router)
     app.include_router(labs.router)
+    app.include_router(lm_router)
     app.include_router(informer_router)
     app.include_router(glimpse_router)
     app.include_router(corpus.router)
@@ -78,6 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
                            allow_headers=["content-type"], allow_credentials=False)
     app.add_middleware(SecurityHeaders, frame_ancestors=settings.frame_ancestors)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    # the one path that takes a text to train on gets room for a text at the upload cap, JSON-escaped
+    app.add_middleware(UploadLimit, limit=settings.max_body_bytes, path=LM_TRAIN_PATH,
+                       path_limit=2 * upload_cap(settings) + ENVELOPE_BYTES)
     app.add_middleware(AllowedHosts, bound=settings.host, extra=settings.allowed_hosts)  # outermost: first
     return app

@@ -16,6 +16,14 @@ from .middleware import frame_ancestors_error, host_name
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"
 STATIC_DIR = ROOT / "static"
+LM_UPLOAD_BYTES = 8 * 1024 * 1024  # the default cap on a text to train on (model/lab/lm.py MAX_BYTES caps it again)
+
+
+def default_lm_dir() -> Path:
+    """Where the models trained on this server are kept unless ATTNSCOPE_LM_DIR names another directory: the
+    user's data directory, $XDG_DATA_HOME/attnscope/lm (~/.local/share/attnscope/lm when XDG_DATA_HOME is unset)."""
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "attnscope" / "lm"
 
 
 class Settings(BaseSettings):
@@ -93,6 +101,22 @@ class Settings(BaseSettings):
         "12 s of the largest accepted request (integrated gradients) alone on a 2-core machine; scale it by a "
         "faster machine's speed (docs/settings.md)",
     )
+
+    lm_dir: Path = Field(
+        default_factory=default_lm_dir,
+        description="where the models trained on the server from a learner's text (POST /api/v1/labs/lm/train) "
+        "are kept, one checkpoint directory each; the server loads them at start-up, so they survive a restart. "
+        "Default: the user's data directory, $XDG_DATA_HOME/attnscope/lm (~/.local/share/attnscope/lm)",
+    )
+    lm_uploads: bool = Field(
+        True, description="accept texts to train a model on (POST /api/v1/labs/lm/train); false refuses every "
+        "one with 403 (a shared deployment that should not train)")
+    lm_max_upload_bytes: int = Field(
+        LM_UPLOAD_BYTES, ge=1024, description="the largest text to train on, in bytes of UTF-8 (an upload or a "
+        "pasted text); larger is refused with 413. At most model/lab/lm.py's own limit (8 MB), whichever is less")
+    lm_keep: int = Field(
+        8, ge=1, le=1000, description="how many trained models the server keeps: after a new one is saved, the "
+        "oldest beyond this number are removed, from the model list and the disk")
 
     @field_validator("model_paths", mode="before")
     @classmethod

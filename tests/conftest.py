@@ -1,6 +1,7 @@
 import importlib.metadata
 import importlib.util
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("ATTNSCOPE_TORCH_THREADS", "1")
 os.environ.setdefault("BENCH_THREADS", "1")
+# The models trained on a server (ATTNSCOPE_LM_DIR, app/jobs/lm.py) go to a directory of this run, never to the
+# user's data directory: the suite's servers neither read the user's models nor leave their own there.
+os.environ.setdefault("ATTNSCOPE_LM_DIR", tempfile.mkdtemp(prefix="attnscope-test-lm-"))
 
 # Property tests. "ci" (the default; `make test` adds --hypothesis-seed=<commit>): each test's own example
 # count, no example database, so a commit draws the same examples on every machine. "explore"

@@ -7,6 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 
+from model.lab.lm import RANGES, LmSettings
+
 from ..templates import templates
 
 router = APIRouter(tags=["pages"])
@@ -138,6 +140,28 @@ def induction(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "induction.html")
 
 
+LM_FIELDS = ("steps", "seed", "context", "layers", "heads", "d_model")  # the /lm form's number fields
+
+
+@router.get(
+    "/lm",
+    response_class=HTMLResponse,
+    summary="Grow a small GPT from your own text, then open it like any other model",
+    description=(
+        "Paste or upload a text and train a small character-level GPT on it on the server (`POST "
+        "/api/v1/labs/lm/train`): the loss against steps with the text's unigram and bigram entropies marked, a "
+        "generated sample at each evaluation, and once trained, the heads that became previous-token, "
+        "induction-like or positional heads, each with links that open it in the explorer and /steps on the "
+        "learner's sentence. The models trained on the server are listed, and can be deleted. State in the query "
+        "string: `job` (the run on screen, replayed from the server's events) and `sentence`."
+    ),
+)
+def lm(request: Request) -> HTMLResponse:
+    defaults = LmSettings()  # the form starts at the training's own defaults and ranges (model/lab/lm.py)
+    numbers = [(name, *RANGES[name], getattr(defaults, name)) for name in LM_FIELDS]
+    return templates.TemplateResponse(request, "lm.html", {"numbers": numbers})
+
+
 @router.get(
     "/seq2seq",
     response_class=HTMLResponse,
@@ -241,15 +265,16 @@ def corpus(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(request, "corpus.html")
 
 
-LEARN_CHAPTERS = 16  # static/js/learn/chapters.js lists them, in this order
+LEARN_CHAPTERS = 17  # static/js/learn/chapters.js lists them, in this order
 LEARN_DESCRIPTION = (
-    "Sixteen short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
+    "Seventeen short chapters on attention, each around the learner's own sentence or the notes' worked example, with "
     "one live view: where attention came from (the encoder-decoder bottleneck, Bahdanau's additive attention); "
     "query, key and value; one head by hand (and why scores are divided by √d_k); ways to score and to choose; "
     "many heads; self, cross and masked attention; order and positions; a real model; learning; induction heads; "
     "cost (the attention matrix, the KV cache); linear attention and FlashAttention; the Transformer block; RNN, "
     "convolution or attention; forecasting with sparse attention (Informer's ProbSparse); hard attention that "
-    "learns (REINFORCE, Gumbel-softmax, straight-through). `/learn` lists them, "
+    "learns (REINFORCE, Gumbel-softmax, straight-through); growing a small GPT of one's own from a text. `/learn` "
+    "lists them, "
     f"`/learn/{{chapter}}` (1 to {LEARN_CHAPTERS}) shows one; any other chapter is a 404 page in the chosen "
     "language that lists them. The state lives in the query string: `text` (the sentence) and each chapter's own "
     "settings; the chapters seen are kept in the browser only."

@@ -180,6 +180,8 @@ class ModelInfo(BaseModel):
     local: bool = Field(description="Loaded from a checkpoint directory named by --model / ATTNSCOPE_MODEL_PATHS.")
     path: str | None = Field(None, description="The checkpoint directory; only when ATTNSCOPE_SHOW_MODEL_PATHS=true.")
     default: bool
+    trained: bool = Field(False, description="Trained on this server from a learner's text (POST "
+                                             "/api/v1/labs/lm/train); DELETE /api/v1/labs/lm/models/{id} removes it.")
 
 
 class ModelsResponse(BaseModel):

@@ -83,6 +83,7 @@ NOTATION = {
     "MSE", "ELU", "ppm", "Zhou",  # /informer: the error, the distilling layer's activation, CO₂'s unit, the author
     "REINFORCE", "Gumbel-max", "CNN", "scikit-learn", "log",  # /glimpse: the estimator, the trick, the encoder, the
     # package whose digits it reads, the logarithm in log p
+    "GPT", "SHA", "UTF",  # /lm: the network's family by its name, the text's fingerprint (SHA-256), its encoding
 }
 
 # Text nodes and attributes a user can see, in visible elements outside translate="no" and outside

@@ -1,4 +1,4 @@
-"""The learning path (/learn) in real Chromium: all sixteen chapters walked with 'next' in English and in 中文
+"""The learning path (/learn) in real Chromium: all seventeen chapters walked with 'next' in English and in 中文
 at phone width (nothing English left in 中文, nothing scrolling sideways, no number of the cost table cut in
 two), the learner's sentence kept across chapters, progress kept over a reload, each caption's numbers
 recomputed here from the API (numpy for the new chapters' arithmetic), each chapter's 'open the full page'
@@ -19,7 +19,7 @@ from .helpers import english_left, switch_to_chinese, wait_until
 
 SENTENCE = "My sister gave her old bike to the boy next door because he needed it."
 EXAMPLE = "The animal didn't cross the street because it was too tired."  # the default sentence (example.animal)
-CHAPTERS = range(1, 17)
+CHAPTERS = range(1, 18)
 CHINESE = "注意力机制让模型学会聚焦重要的信息。"  # most of it is [UNK] to MiniLM
 
 
@@ -42,7 +42,7 @@ def no_sideways_scroll(page: Page) -> None:
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_all_sixteen_chapters_with_next_on_a_phone(page: Page, language: str):
+def test_all_seventeen_chapters_with_next_on_a_phone(page: Page, language: str):
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto("/learn")
     expect(page.locator("#learn-intro")).to_be_visible()
@@ -76,8 +76,8 @@ def test_all_sixteen_chapters_with_next_on_a_phone(page: Page, language: str):
             numbers_in_one_line(page)
         page.locator("#chapter-next").click()
     expect(page).to_have_url(re.compile(r"/learn\?text="))
-    expect(page.locator("#learn-progress")).to_have_attribute("data-seen", "16")
-    expect(page.locator("#learn-toc li.is-seen")).to_have_count(16)
+    expect(page.locator("#learn-progress")).to_have_attribute("data-seen", "17")
+    expect(page.locator("#learn-toc li.is-seen")).to_have_count(17)
 
 
 # The line boxes of each value cell of the cost table: one line each, however narrow the window (the table
@@ -481,16 +481,16 @@ def test_the_rope_link_opens_the_step_where_q_and_k_are_turned(page: Page):
 
 
 @pytest.mark.expect_http_errors(404)
-@pytest.mark.parametrize(("path", "language"), [("/learn/17", "en"), ("/learn/abc?lang=zh", "zh")])
+@pytest.mark.parametrize(("path", "language"), [("/learn/18", "en"), ("/learn/abc?lang=zh", "zh")])
 def test_a_chapter_that_does_not_exist_is_the_contents_answered_404(page: Page, path: str, language: str):
     response = page.goto(path)
     assert response is not None and response.status == 404
     note = page.locator("#learn-missing")
     expect(note).to_be_visible()
-    expect(note).to_have_text("This address names no chapter: the path has chapters 1 to 16, listed below."
-                              if language == "en" else "这个地址没有对应的章节：学习路径共有第 1 到第 16 章，都列在下面。")
-    expect(page.locator("#learn-overview li")).to_have_count(16)
-    expect(page.locator("#learn-toc li")).to_have_count(16)
+    expect(note).to_have_text("This address names no chapter: the path has chapters 1 to 17, listed below."
+                              if language == "en" else "这个地址没有对应的章节：学习路径共有第 1 到第 17 章，都列在下面。")
+    expect(page.locator("#learn-overview li")).to_have_count(17)
+    expect(page.locator("#learn-toc li")).to_have_count(17)
     expect(page.locator("#chapter")).to_be_hidden()
     body = page.locator("body").inner_text()
     assert '"detail"' not in body and "Input should be" not in body

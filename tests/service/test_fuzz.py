@@ -113,13 +113,15 @@ DOCUMENTED_RULES = {
     "no_corpus": (409, "attnscope serve --corpus"),
     "unknown_metric": (422, "use one of"),
     "bad_pattern": (422, "regular expression"),
+    # POST /api/v1/labs/lm/train: a text over the server's upload cap (the schema cannot know the cap)
+    "lm_text_too_large": (413, "over this server's limit"),
 }
 TOY_FIELDS = {"queries", "keys", "values", "n_heads", "weights", "d_keys", "d_values", "straight_through",
               "additive", "hidden_keys", "positions", "upstream", "variant", "factor", "scale", "tau", "delta"}
 POSITIONS_FIELDS = {"d_model", "length"}
 # the induction lab's settings checked together; a predicted text; the Informer lab's window and horizon against the
 # series' parts and the attention's memory, and a watched window beyond the job's test windows
-LAB_FIELDS = {"length", "d_model", "text", "window", "horizon", "index"}
+LAB_FIELDS = {"length", "d_model", "text", "window", "horizon", "index", "file"}
 COST_FIELDS = {"d_model", "n_heads", "n_kv_heads", "n_layers", "seq_len"}
 
 
@@ -210,6 +212,9 @@ OPERATIONS = [
     ("POST", "/api/v1/labs/informer/watch"), ("GET", "/api/v1/labs/informer/series"),
     ("POST", "/api/v1/labs/glimpse/train"), ("GET", "/api/v1/labs/glimpse/train/{job}/events"),
     ("DELETE", "/api/v1/labs/glimpse/train/{job}"),
+    ("POST", "/api/v1/labs/lm/train"), ("GET", "/api/v1/labs/lm/train/{job}/events"),
+    ("DELETE", "/api/v1/labs/lm/train/{job}"), ("GET", "/api/v1/labs/lm/models"),
+    ("DELETE", "/api/v1/labs/lm/models/{model}"), ("GET", "/lm"),
     ("GET", "/healthz"), ("GET", "/"), ("GET", "/steps"), ("GET", "/toy"), ("GET", "/flash"), ("GET", "/positions"),
     ("GET", "/sequence"),
     ("GET", "/iris"), ("GET", "/induction"), ("GET", "/seq2seq"), ("GET", "/informer"), ("GET", "/glimpse"),
@@ -221,7 +226,7 @@ OPERATIONS = [
 ]
 TRAIN = {("POST", "/api/v1/iris/train"), ("POST", "/api/v1/labs/induction/train"),
          ("POST", "/api/v1/labs/seq2seq/train"), ("POST", "/api/v1/labs/informer/train"),
-         ("POST", "/api/v1/labs/glimpse/train")}
+         ("POST", "/api/v1/labs/glimpse/train"), ("POST", "/api/v1/labs/lm/train")}
 # Operations on a job: the fuzzer never holds the id of a job the server made, so each schema-valid
 # request is a documented 404 (unknown_job); the API tests (tests/api/test_iris.py, test_labs.py) cover real jobs.
 ON_A_JOB = {("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris/train/{job}"),
@@ -230,7 +235,10 @@ ON_A_JOB = {("GET", "/api/v1/iris/train/{job}/events"), ("DELETE", "/api/v1/iris
             ("DELETE", "/api/v1/labs/seq2seq/train/{job}"), ("POST", "/api/v1/labs/seq2seq/predict"),
             ("GET", "/api/v1/labs/informer/train/{job}/events"), ("DELETE", "/api/v1/labs/informer/train/{job}"),
             ("POST", "/api/v1/labs/informer/watch"), ("GET", "/api/v1/labs/glimpse/train/{job}/events"),
-            ("DELETE", "/api/v1/labs/glimpse/train/{job}")}
+            ("DELETE", "/api/v1/labs/glimpse/train/{job}"), ("GET", "/api/v1/labs/lm/train/{job}/events"),
+            ("DELETE", "/api/v1/labs/lm/train/{job}"),
+            # the fuzzer holds no trained model's id: each schema-valid delete is a documented 404 (unknown_model)
+            ("DELETE", "/api/v1/labs/lm/models/{model}")}
 # The corpus routes: the fuzzed server has no corpus, so each request is a documented 409 (no_corpus), invalid
 # data too (the corpus is looked for first); tests/api/test_corpus_routes.py covers a served index.
 WITHOUT_A_CORPUS = {("GET", "/api/v1/corpus/top"), ("GET", "/api/v1/corpus/pattern"), ("GET", "/api/v1/corpus/heads")}

@@ -46,7 +46,7 @@ def test_every_request_body_documents_examples(spec):
                                                   "/api/v1/attribution/continuation",
                                                   "/api/v1/token", "/api/v1/patch", "/api/v1/edit/effect",
                                                   "/api/v1/labs/informer/train", "/api/v1/labs/informer/watch",
-                                                  "/api/v1/labs/glimpse/train"}
+                                                  "/api/v1/labs/glimpse/train", "/api/v1/labs/lm/train"}
     for method, path, media, schema in bodies:
         assert schema.get("examples"), f"{method} {path}: the schema has no examples"
         # Swagger UI's "Try it out" starts from the first named example of the body

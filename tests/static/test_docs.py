@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.main import create_app
-from app.settings import Settings
+from app.settings import Settings, default_lm_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -85,8 +85,10 @@ def test_every_docs_page_is_linked_from_the_readme():
 
 
 # docs/settings.md's words for defaults that are not JSON: `ATTNSCOPE_MODEL_PATHS` is a list of paths
-# separated by os.pathsep, and the torch threads default to the machine's CPU count.
-WORDS = {"empty": [], "none": None, "CPU count": os.cpu_count() or 1}
+# separated by os.pathsep, the torch threads default to the machine's CPU count, and the trained models' directory
+# to one in the user's data directory.
+WORDS = {"empty": [], "none": None, "CPU count": os.cpu_count() or 1,
+         "the user's data directory": str(default_lm_dir())}
 
 
 def documented_settings() -> dict[str, object]:

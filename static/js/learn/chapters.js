@@ -1,4 +1,4 @@
-// The sixteen chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
+// The seventeen chapters of the learning path, in the course notes' order: each one's dictionary prefix, URL
 // parameters (with defaults), live view and the full pages it opens at the same state. A chapter's number
 // is its place in CHAPTERS (its URL is /learn/N); its words are the dictionaries' (`${key}.title`, `.lead`,
 // `.p1`…, `.try1`…). The first nine chapters written keep their first prefixes (learn.c1 … learn.c9) while
@@ -16,6 +16,7 @@ import { blockView } from './views-block.js';
 import { DISTANCES, sequenceState, sequenceView } from './views-sequence.js';
 import { informerView, LAB_LONGEST, WINDOWS as INFORMER_WINDOWS } from './views-informer.js';
 import { glimpseView, TAUS } from './views-glimpse.js';
+import { lmView } from './views-lm.js';
 import { WIDTHS } from './saturation.js';
 
 // Readers of one URL parameter: the value, or null for anything else (the default is then used).
@@ -199,6 +200,12 @@ const CHAPTER_LIST = [
     params: { tau: [1, oneOf(TAUS)] },
     view: glimpseView,
     links: () => [{ key: 'learn.glimpse.open', href: pageLink('/glimpse') }],
+  },
+  {
+    key: 'learn.lm',
+    params: {},
+    view: lmView,
+    links: () => [{ key: 'learn.lm.open', href: pageLink('/lm') }],
   },
 ];
 

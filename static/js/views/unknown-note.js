@@ -1,7 +1,9 @@
 // What the model cannot read in a text: its tokens that are unknown to the model (the answer's `unknown`
 // flag: [UNK], or a token whose text is not its source), the characters of the text they stand for, and
 // what to do about it. One note, the same on the explorer, /steps and /learn: `showUnknownNote` puts it on a
-// page (the commands it names marked translate="no"), `unknownNote` is its plain text.
+// page (the commands it names marked translate="no", /lm as a link), `unknownNote` is its plain text. Besides
+// serving a model that has the characters, it points to /lm, which grows a small model from the learner's own
+// text, every character one token.
 import { t } from '../i18n/index.js';
 
 const DEFAULT_MODEL = 'minilm';
@@ -12,6 +14,7 @@ const NAMES = Object.freeze({
   qwen: 'attnscope serve --model Qwen/Qwen2.5-0.5B', // ui-text: not UI (a command)
   serve: 'attnscope serve --model ORG/NAME', // ui-text: not UI (a command)
   docs: 'docs/models.md',
+  lm: '/lm',
 });
 const MARK = '\u0001';
 
@@ -37,7 +40,7 @@ function pieces(tokens, model) {
   if (count.tokens === 0) return [];
   const marked = Object.fromEntries(Object.keys(NAMES).map((name) => [name, `${MARK}${name}${MARK}`]));
   const help = (model ?? DEFAULT_MODEL) === DEFAULT_MODEL ? 'tokens.unknownHelp.minilm' : 'tokens.unknownHelp';
-  const text = `${t('tokens.unknownSummary', { ...count, unk: '[UNK]' })} ${t(help, marked)}`;
+  const text = `${t('tokens.unknownSummary', { ...count, unk: '[UNK]' })} ${t(help, marked)} ${t('tokens.unknownGrow', marked)}`;
   // split on the marks: odd pieces are names
   return text.split(MARK).map((part, i) => (i % 2 ? [NAMES[part], true] : [part, false])).filter(([part]) => part);
 }
@@ -57,6 +60,13 @@ export function showUnknownNote(element, tokens, model = null) {
   const parts = pieces(tokens, model);
   element.replaceChildren(...parts.map(([part, name]) => {
     if (!name) return part;
+    if (part === NAMES.lm) {
+      const link = document.createElement('a');
+      link.href = NAMES.lm;
+      link.className = 'unknown-note-lm';
+      link.textContent = part;
+      return link;
+    }
     const code = document.createElement('code');
     code.translate = false;
     code.textContent = part;
