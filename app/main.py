@@ -20,11 +20,11 @@ from .middleware import AllowedHosts, SecurityHeaders
 from .routes import analysis, api, attribution, corpus, generate, iris, lab, labs, pages, patching, service, toy
 from .routes.glimpse import router as glimpse_router
 from .routes.informer import router as informer_router
-from .routes.lm import ENVELOPE_BYTES, UploadLimit, upload_cap
 from .routes.lm import TRAIN_PATH as LM_TRAIN_PATH
 from .routes.lm import router as lm_router
 from .routes.sequence import router as sequence_router
 from .settings import STATIC_DIR, Settings
+from .uploads import ENVELOPE_BYTES, UploadLimit, upload_cap
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -6,24 +6,19 @@ The text comes as JSON ({"text": ...}) or as an uploaded file (multipart/form-da
 as form fields). It is checked in this order: uploads allowed (ATTNSCOPE_LM_UPLOADS, else 403 `lm_uploads_off`),
 its size (over the cap: 413 `lm_text_too_large`, ctx {size, limit}), the settings, then the text itself
 (model/lab/lm.py check_text: too short, not text: 422 `lab_setting`, loc the text, ctx {min, max}). The body
-limit of this one path is raised to what a text at the cap needs (UploadLimit), every other path keeps
-ATTNSCOPE_MAX_BODY_BYTES.
+limit of this one path is raised to what a text at the cap needs (app/uploads.py UploadLimit), every other path
+keeps ATTNSCOPE_MAX_BODY_BYTES; app/uploads.py reads either kind of body.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from email.parser import BytesParser
-from email.policy import HTTP
 from typing import Annotated, Any
 
 import anyio
-import orjson
 from fastapi import APIRouter, Path, Request, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from model.analysis import work
 from model.errors import InputError, LabInputError
@@ -34,36 +29,16 @@ from ..hub import ModelHub
 from ..jobs import JobRegistry, lm_store
 from ..jobs.lm import LM, LmJobConfig, LmRun, Models
 from ..jobs.threads import light_thread
-from ..middleware import BodyLimit
 from ..schemas.common import BODY_TOO_LARGE, INVALID_FIELD, NOT_UTF8, documented_error, openapi_examples
 from ..schemas.lm import LmTrainRequest, TrainedModel, TrainedModels
 from ..schemas.training import LabAccepted
 from ..settings import Settings
+from ..uploads import read_body, upload_cap, validation_error
 from .jobs import JOBS_BUSY, LATE_CLIENTS, RUNS_APART, Jobs, add_job_routes
 
 router = APIRouter(prefix="/api/v1/labs", tags=["labs"], responses={422: INVALID_FIELD})
 TRAIN_PATH = "/api/v1/labs/lm/train"
 SETTING_FIELDS = ("steps", "seed", "context", "layers", "heads", "d_model", "eval_every")
-ENVELOPE_BYTES = 64 * 1024  # a body's room around the text: the settings, multipart headers
-
-
-def upload_cap(settings: Settings) -> int:
-    """The largest text accepted, bytes of UTF-8: the server's setting, at most model/lab/lm.py's MAX_BYTES."""
-    return min(settings.lm_max_upload_bytes, MAX_BYTES)
-
-
-class UploadLimit:
-    """BodyLimit with a larger limit on the one path that takes a text to train on: a text at the cap, JSON-escaped
-    (\\uXXXX: 6 bytes for a CJK character's 3), plus its envelope. Every other path keeps `limit`."""
-
-    def __init__(self, app: ASGIApp, limit: int, path: str, path_limit: int) -> None:
-        self.others = BodyLimit(app, limit)
-        self.upload = BodyLimit(app, max(limit, path_limit))
-        self.path = path
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        chosen = self.upload if scope["type"] == "http" and scope.get("path") == self.path else self.others
-        await chosen(scope, receive, send)
 
 
 def _refusal(status: int, type_: str, loc: list[str], message: str, **ctx: Any) -> JSONResponse:
@@ -71,53 +46,6 @@ def _refusal(status: int, type_: str, loc: list[str], message: str, **ctx: Any) 
     if ctx:
         error["ctx"] = ctx
     return JSONResponse({"detail": f"{message}.", "errors": [error]}, status_code=status)
-
-
-def _validation(errors: list[Any]) -> RequestValidationError:
-    return RequestValidationError([{**e, "loc": ("body", *e.get("loc", ()))} for e in errors])
-
-
-def _multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], str]:
-    """A multipart/form-data body as the JSON body's fields (numbers as ints when they read as one) and the name of
-    the part that held the text ("file" or "text")."""
-    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n"
-                                                  + body)
-    if not message.is_multipart():
-        raise _validation([{"type": "missing", "loc": ("file",), "msg": "Field required", "input": None}])
-    fields: dict[str, Any] = {}
-    source = "text"
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        payload = part.get_payload(decode=True)
-        if not isinstance(name, str) or not isinstance(payload, bytes):
-            continue
-        if name in ("file", "text"):
-            try:
-                fields["text"] = payload.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise LabInputError("lab_setting", name, f"the {name} is not UTF-8 text (byte {exc.start:,} cannot "
-                                    f"be read); send a UTF-8 text of {MIN_CHARS:,} characters or more",
-                                    min=MIN_CHARS, max=MAX_BYTES) from None
-            source = name
-        else:
-            text = payload.decode("utf-8", errors="replace").strip()
-            fields[name] = int(text) if text.isdigit() and len(text) < 12 else text
-    return fields, source
-
-
-def _read(content_type: str, body: bytes) -> tuple[dict[str, Any], str]:
-    """The request's fields and the name of the part that held the text."""
-    if content_type.lower().startswith("multipart/form-data"):
-        return _multipart(content_type, body)
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise _validation([{"type": "json_invalid", "loc": (exc.pos,), "msg": "JSON decode error", "input": {},
-                            "ctx": {"error": exc.msg}}]) from None
-    if not isinstance(data, dict):
-        raise _validation([{"type": "model_attributes_type", "loc": (), "msg": "Input should be a valid dictionary "
-                            "or object to extract fields from", "input": None}])
-    return data, "text"
 
 
 def _settings(req: LmTrainRequest) -> LmSettings:
@@ -178,7 +106,7 @@ async def train_lm(request: Request, jobs: Jobs, settings: SettingsDep, hub: Hub
 
 def _train(content_type: str, body: bytes, jobs: JobRegistry, settings: Settings, hub: ModelHub) -> Any:
     light_thread()
-    fields, source = _read(content_type, body)
+    fields, source = read_body(content_type, body)
     text = fields.get("text")
     cap = upload_cap(settings)
     if isinstance(text, str):
@@ -190,7 +118,7 @@ def _train(content_type: str, body: bytes, jobs: JobRegistry, settings: Settings
     try:
         req = LmTrainRequest.model_validate(fields)
     except ValidationError as exc:  # an uploaded file's text is named as the file
-        raise _validation([{**e, "loc": tuple(source if part == "text" else part for part in e["loc"])}
+        raise validation_error([{**e, "loc": tuple(source if part == "text" else part for part in e["loc"])}
                            for e in exc.errors()]) from None
     lm_settings = _settings(req)
     models = Models(hub, settings.lm_dir, settings.lm_keep)

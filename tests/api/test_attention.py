@@ -27,7 +27,7 @@ def test_models(client):
         "id": "minilm", "name": minilm["name"], "architecture": "bert", "n_layers": 6, "n_heads": 12,
         "d_model": 384, "d_head": 32, "n_kv_heads": 12, "positions": "learned", "window": None, "window_layers": None,
         "max_tokens": 512, "dtype": "float32", "causal": False, "pairs": True, "lm_head": False,
-        "local": False, "path": None, "default": True,
+        "local": False, "path": None, "default": True, "trained": False,
     }
 
 
