@@ -103,8 +103,9 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 # The longest-running folders first: under `make test` two pytest-xdist workers take whole files in this order,
-# so the browser tests (most of the time) start at once and the short files fill in at the end.
-FOLDER_ORDER = ("e2e", "service", "cli", "api", "model", "static")
+# so the browser tests (most of the time) and the notebooks' JupyterLab start at once and the short files fill in
+# at the end. A folder not named here would run last.
+FOLDER_ORDER = ("e2e", "notebook", "service", "cli", "api", "python", "model", "static")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
